@@ -1,0 +1,283 @@
+//! Approvals bound to plans: requests, grants, and the pure rules for granting and binding.
+//!
+//! The ledger (a port) stores these records and consumes them atomically; this module only
+//! decides. Every function here is total: it returns a verdict, never panics.
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+use crate::code::Code;
+use crate::contract::ApprovalLevel;
+use crate::plan::{Plan, PlanHash};
+use crate::principal::Principal;
+use crate::verdict::Rejection;
+
+/// Scope an approver needs for any grant.
+pub const SCOPE_GRANT: &str = "approval:grant";
+/// Scope one of the two approvers of a `sign_off` needs.
+pub const SCOPE_SIGN_OFF: &str = "approval:sign_off";
+
+/// Where a request stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalStatus {
+    /// Waiting for grants.
+    Pending,
+    /// Enough grants; usable once.
+    Granted,
+    /// Refused by a human.
+    Rejected,
+    /// Used by a job; never usable again.
+    Consumed,
+}
+
+impl ApprovalStatus {
+    /// Stable name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Granted => "granted",
+            Self::Rejected => "rejected",
+            Self::Consumed => "consumed",
+        }
+    }
+
+    /// Parses a stable name.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "pending" => Some(Self::Pending),
+            "granted" => Some(Self::Granted),
+            "rejected" => Some(Self::Rejected),
+            "consumed" => Some(Self::Consumed),
+            _ => None,
+        }
+    }
+}
+
+/// One human's grant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Grant {
+    /// Approver subject.
+    pub approver: String,
+    /// Whether the approver held `approval:sign_off` when granting.
+    pub sign_off: bool,
+    /// When it was given.
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+}
+
+/// An approval request and, once granted, the approval itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalRequest {
+    /// Request id (also the approval id).
+    pub id: String,
+    /// Tenant of the plan.
+    pub tenant: String,
+    /// The plan shown to approvers.
+    pub plan: Plan,
+    /// Hash of the plan; what the approval binds.
+    pub plan_hash: PlanHash,
+    /// Who asked (the plan's subject).
+    pub requester: String,
+    /// Level needed.
+    pub level: ApprovalLevel,
+    /// Status.
+    pub status: ApprovalStatus,
+    /// Grants so far.
+    pub grants: Vec<Grant>,
+    /// Reason given with a rejection.
+    pub rejection_reason: Option<String>,
+    /// Created at.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    /// Unusable at or after this instant.
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
+    /// Job that consumed it.
+    pub consumed_by: Option<String>,
+}
+
+impl ApprovalRequest {
+    /// A new pending request for `plan`.
+    pub fn new(
+        id: String,
+        plan: Plan,
+        plan_hash: PlanHash,
+        level: ApprovalLevel,
+        now: OffsetDateTime,
+        expires_at: OffsetDateTime,
+    ) -> Self {
+        Self {
+            id,
+            tenant: plan.tenant.clone(),
+            requester: plan.subject.clone(),
+            plan,
+            plan_hash,
+            level,
+            status: ApprovalStatus::Pending,
+            grants: Vec::new(),
+            rejection_reason: None,
+            created_at: now,
+            expires_at,
+            consumed_by: None,
+        }
+    }
+
+    /// The approver who decided it (the grants' subjects joined by `+`), for audit.
+    pub fn approvers(&self) -> Option<String> {
+        if self.grants.is_empty() {
+            None
+        } else {
+            Some(self.grants.iter().map(|g| g.approver.as_str()).collect::<Vec<_>>().join("+"))
+        }
+    }
+}
+
+/// Whether grants satisfy a level.
+pub fn satisfies(level: ApprovalLevel, grants: &[Grant]) -> bool {
+    let mut approvers: Vec<&str> = grants.iter().map(|g| g.approver.as_str()).collect();
+    approvers.sort_unstable();
+    approvers.dedup();
+    match level {
+        ApprovalLevel::Auto => true,
+        ApprovalLevel::Approval => !approvers.is_empty(),
+        ApprovalLevel::SignOff => approvers.len() >= 2 && grants.iter().any(|g| g.sign_off),
+    }
+}
+
+/// Checks that `approver` may add a grant to `request`; `service` is the plan's service, if any.
+pub fn check_grant(
+    request: &ApprovalRequest,
+    approver: &Principal,
+    service: Option<&str>,
+    now: OffsetDateTime,
+) -> Result<(), Rejection> {
+    let deny = |why: String| Err(Rejection::new(Code::ApproverDenied, why));
+    if !approver.has_scope(SCOPE_GRANT) {
+        return deny(format!("`{}` lacks the `{SCOPE_GRANT}` scope", approver.subject));
+    }
+    if approver.tenant != request.tenant {
+        return deny(format!("`{}` belongs to another tenant", approver.subject));
+    }
+    if let Some(service) = service.filter(|s| !s.is_empty()) {
+        if !approver.services.contains(service) {
+            return deny(format!("`{}` does not hold the service `{service}`", approver.subject));
+        }
+    }
+    if approver.subject == request.requester {
+        return deny("the requester cannot approve their own plan".to_owned());
+    }
+    if request.grants.iter().any(|g| g.approver == approver.subject) {
+        return deny(format!("`{}` already granted this request", approver.subject));
+    }
+    match request.status {
+        ApprovalStatus::Pending => {}
+        other => return deny(format!("the request is {}", other.as_str())),
+    }
+    if now >= request.expires_at {
+        return Err(Rejection::new(Code::ApprovalExpired, format!("approval `{}` has expired", request.id)));
+    }
+    Ok(())
+}
+
+/// Decides whether `request` (looked up by the id the caller gave) authorizes `plan_hash` at
+/// `level` now. Order: missing, replayed, expired, plan changed, not (yet) granted.
+pub fn bind(
+    id: &str,
+    request: Option<&ApprovalRequest>,
+    plan_hash: &PlanHash,
+    level: ApprovalLevel,
+    now: OffsetDateTime,
+) -> Result<(), Rejection> {
+    let Some(request) = request else {
+        return Err(Rejection::new(Code::ApprovalRequired, format!("no approval `{id}` for this tenant")));
+    };
+    if request.status == ApprovalStatus::Consumed {
+        return Err(Rejection::new(Code::ApprovalReplayed, format!("approval `{id}` was already used")));
+    }
+    if now >= request.expires_at {
+        return Err(Rejection::new(Code::ApprovalExpired, format!("approval `{id}` has expired")));
+    }
+    if &request.plan_hash != plan_hash {
+        return Err(Rejection::new(Code::PlanChanged, format!("approval `{id}` was granted for another plan"))
+            .with_detail(serde_json::json!({"approved_plan_hash": request.plan_hash, "plan_hash": plan_hash})));
+    }
+    match request.status {
+        ApprovalStatus::Granted if request.level >= level && satisfies(level, &request.grants) => Ok(()),
+        ApprovalStatus::Rejected => Err(Rejection::new(
+            Code::ApprovalRequired,
+            format!("approval `{id}` was rejected: {}", request.rejection_reason.as_deref().unwrap_or("")),
+        )),
+        _ => Err(Rejection::new(
+            Code::ApprovalRequired,
+            format!("approval `{id}` is not granted at level `{}`", level.as_str()),
+        )
+        .with_detail(serde_json::json!({"approval_id": id}))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::principal::RunContext;
+    use serde_json::json;
+    use time::macros::datetime;
+
+    const T0: OffsetDateTime = datetime!(2026-01-01 00:00 UTC);
+
+    fn request(level: ApprovalLevel) -> Result<ApprovalRequest, crate::plan::CanonicalError> {
+        let p = Principal::new("requester-1", "tenant-a", &["checkout"], &["service:scale"]);
+        let plan = Plan::new("scale_replicas", &json!({"service": "checkout"}), &p, &RunContext::new("r", "i"));
+        let hash = plan.hash()?;
+        Ok(ApprovalRequest::new("a-1".into(), plan, hash, level, T0, T0 + time::Duration::minutes(5)))
+    }
+
+    fn approver(subject: &str, scopes: &[&str]) -> Principal {
+        Principal::new(subject, "tenant-a", &["checkout"], scopes)
+    }
+
+    #[test]
+    fn grant_rules() -> Result<(), Box<dyn std::error::Error>> {
+        let r = request(ApprovalLevel::Approval)?;
+        let ok = approver("operator-2", &[SCOPE_GRANT]);
+        assert!(check_grant(&r, &ok, Some("checkout"), T0).is_ok());
+        let code = |p: &Principal, s| check_grant(&r, p, s, T0).err().map(|e| e.code);
+        assert_eq!(code(&approver("operator-2", &[]), Some("checkout")), Some(Code::ApproverDenied));
+        assert_eq!(code(&approver("requester-1", &[SCOPE_GRANT]), None), Some(Code::ApproverDenied));
+        assert_eq!(code(&ok, Some("payments")), Some(Code::ApproverDenied));
+        let other = Principal::new("operator-9", "tenant-b", &["checkout"], &[SCOPE_GRANT]);
+        assert_eq!(code(&other, None), Some(Code::ApproverDenied));
+        let late = check_grant(&r, &ok, None, T0 + time::Duration::hours(1)).err().map(|e| e.code);
+        assert_eq!(late, Some(Code::ApprovalExpired));
+        Ok(())
+    }
+
+    #[test]
+    fn sign_off_needs_two_distinct_one_with_scope() {
+        let g = |a: &str, s| Grant { approver: a.into(), sign_off: s, at: T0 };
+        assert!(!satisfies(ApprovalLevel::SignOff, &[g("a", true)]));
+        assert!(!satisfies(ApprovalLevel::SignOff, &[g("a", true), g("a", true)]));
+        assert!(!satisfies(ApprovalLevel::SignOff, &[g("a", false), g("b", false)]));
+        assert!(satisfies(ApprovalLevel::SignOff, &[g("a", false), g("b", true)]));
+        assert!(satisfies(ApprovalLevel::Approval, &[g("a", false)]));
+    }
+
+    #[test]
+    fn bind_order() -> Result<(), Box<dyn std::error::Error>> {
+        let mut r = request(ApprovalLevel::Approval)?;
+        let h = r.plan_hash.clone();
+        let code = |r: Option<&ApprovalRequest>, h: &PlanHash, now| {
+            bind("a-1", r, h, ApprovalLevel::Approval, now).err().map(|e| e.code)
+        };
+        assert_eq!(code(None, &h, T0), Some(Code::ApprovalRequired));
+        assert_eq!(code(Some(&r), &h, T0), Some(Code::ApprovalRequired));
+        r.status = ApprovalStatus::Granted;
+        r.grants.push(Grant { approver: "operator-2".into(), sign_off: false, at: T0 });
+        assert_eq!(code(Some(&r), &h, T0), None);
+        assert_eq!(code(Some(&r), &PlanHash("x".into()), T0), Some(Code::PlanChanged));
+        assert_eq!(code(Some(&r), &h, r.expires_at), Some(Code::ApprovalExpired));
+        r.status = ApprovalStatus::Consumed;
+        assert_eq!(code(Some(&r), &h, T0), Some(Code::ApprovalReplayed));
+        Ok(())
+    }
+}

@@ -1,0 +1,131 @@
+//! Stable reject codes: the public, never-renamed names of every way a call can be refused.
+//!
+//! A code is a value, not an error: the gate returns it inside a verdict. Shipped names are
+//! part of the contract and must never change; new codes are appended.
+
+use serde::{Deserialize, Serialize};
+
+macro_rules! codes {
+    ($( $(#[$doc:meta])* $variant:ident => $name:literal, )*) => {
+        /// A stable reject code. `as_str` gives its snake_case wire name.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum Code {
+            $( $(#[$doc])* $variant, )*
+        }
+
+        impl Code {
+            /// Every code, in declaration order.
+            pub const ALL: &'static [Code] = &[$(Code::$variant,)*];
+
+            /// The stable snake_case name of this code.
+            pub const fn as_str(self) -> &'static str {
+                match self { $(Code::$variant => $name,)* }
+            }
+
+            /// Parses a stable name back into a code.
+            pub fn parse(name: &str) -> Option<Code> {
+                match name { $($name => Some(Code::$variant),)* _ => None }
+            }
+        }
+    };
+}
+
+codes! {
+    // 1. intake
+    /// Nothing readable as a tool call in the model's answer.
+    UnparseableAnswer => "unparseable_answer",
+    /// More calls in one answer than allowed.
+    TooManyCalls => "too_many_calls",
+    /// The answer is longer than allowed.
+    AnswerTooLong => "answer_too_long",
+    // 2. run state
+    /// A kill switch covers this scope.
+    Killed => "killed",
+    /// The run was cancelled.
+    Cancelled => "cancelled",
+    /// The run's deadline has passed.
+    DeadlineExceeded => "deadline_exceeded",
+    /// A call, token or cost budget is spent.
+    BudgetExhausted => "budget_exhausted",
+    /// The cost circuit breaker is open.
+    CircuitOpen => "circuit_open",
+    // 3. contract
+    /// No tool of that name is registered.
+    UnknownTool => "unknown_tool",
+    /// The arguments fail the tool's JSON Schema.
+    SchemaRejected => "schema_rejected",
+    /// A numeric argument is outside its domain range.
+    OutOfRange => "out_of_range",
+    /// A numeric argument is not on its step grid.
+    StepMismatch => "step_mismatch",
+    // 4. guard
+    /// Injection or obfuscation found in a scanned argument.
+    InjectionDetected => "injection_detected",
+    // 5. policy
+    /// The policy engine did not allow the call.
+    PolicyDenied => "policy_denied",
+    // 6. state rules
+    /// The change moves a value further than `max_delta` from its current value.
+    DeltaTooLarge => "delta_too_large",
+    /// The current state needed by a rule could not be read.
+    StateUnavailable => "state_unavailable",
+    // 8. idempotency
+    /// The idempotency key was used for another plan.
+    IdempotencyConflict => "idempotency_conflict",
+    /// The outcome of an earlier attempt is not known yet.
+    OutcomeUnknown => "outcome_unknown",
+    // 9. approval binding
+    /// A human approval is needed; a pending request was created or found.
+    ApprovalRequired => "approval_required",
+    /// A human must choose among several candidates.
+    HumanChoiceRequired => "human_choice_required",
+    /// The approval has expired.
+    ApprovalExpired => "approval_expired",
+    /// The approval was granted for another plan.
+    PlanChanged => "plan_changed",
+    /// The approval was already used.
+    ApprovalReplayed => "approval_replayed",
+    /// The approver may not grant this approval.
+    ApproverDenied => "approver_denied",
+    // 10. execute
+    /// The target changed since the plan was made (`resource_version` precondition failed).
+    ResourceVersionChanged => "resource_version_changed",
+    /// The adapter did not answer in time.
+    AdapterTimeout => "adapter_timeout",
+    /// The adapter reported a failure.
+    AdapterFailed => "adapter_failed",
+    // guard, outside the gate
+    /// Input longer than its channel allows.
+    InputTooLong => "input_too_long",
+    /// Output blocked (canary leak).
+    OutputBlocked => "output_blocked",
+}
+
+impl std::fmt::Display for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_match_serde() {
+        for code in Code::ALL {
+            assert_eq!(Code::parse(code.as_str()), Some(*code));
+            let json = serde_json::to_string(code).unwrap_or_default();
+            assert_eq!(json, format!("\"{}\"", code.as_str()));
+        }
+    }
+
+    #[test]
+    fn names_are_unique() {
+        let mut names: Vec<_> = Code::ALL.iter().map(|c| c.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Code::ALL.len());
+    }
+}

@@ -1,0 +1,102 @@
+//! Configuration in two phases: `bridle.toml` is read into raw values (unknown fields refused),
+//! then validated into a ready [`Config`], collecting every error before failing.
+//!
+//! This module parses strings only; reading files is the caller's job through [`Files`].
+
+mod raw;
+mod validate;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::contract::{Mode, Registry};
+use crate::policy::PolicyEngine;
+use crate::principal::Principal;
+
+pub use validate::load;
+
+/// Where referenced files (schemas, policies) come from: a directory, or an embedded bundle.
+pub trait Files {
+    /// The text of `path` (relative to the config's directory).
+    fn read(&self, path: &str) -> Result<String, String>;
+}
+
+impl<F: Fn(&str) -> Result<String, String>> Files for F {
+    fn read(&self, path: &str) -> Result<String, String> {
+        self(path)
+    }
+}
+
+/// One configuration problem, located by its dotted path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// Dotted location (`tools.scale_replicas.params.replicas`).
+    pub at: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.at, self.message)
+    }
+}
+
+/// Every problem found in a configuration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct ConfigErrors(pub Vec<ConfigError>);
+
+impl std::fmt::Display for ConfigErrors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "{} configuration error(s):", self.0.len())?;
+        for e in &self.0 {
+            writeln!(f, "  - {e}")?;
+        }
+        Ok(())
+    }
+}
+
+/// An executor identity: who the adapter acts as. Reads and changes never share one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Executor {
+    /// Identity name.
+    pub name: String,
+    /// What it may do.
+    pub mode: Mode,
+    /// Environment variable holding its credential, if any.
+    pub credential_env: Option<String>,
+    /// File holding its credential, if any.
+    pub credential_file: Option<String>,
+}
+
+/// Initial state of one resource in the in-memory adapter.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryResource {
+    /// Tenant.
+    pub tenant: String,
+    /// Resource key (the value of the tool's resource parameter).
+    pub key: String,
+    /// State object.
+    pub state: Value,
+}
+
+/// A validated configuration, ready to run.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Store URL, if the file names one.
+    pub store_url: Option<String>,
+    /// Registered tools.
+    pub registry: Arc<Registry>,
+    /// Loaded policies.
+    pub policy: Arc<PolicyEngine>,
+    /// Executor identities by name.
+    pub executors: BTreeMap<String, Executor>,
+    /// Named development principals (fixtures, demo, tokens).
+    pub principals: BTreeMap<String, Principal>,
+    /// Lifetime of a new approval request.
+    pub approval_ttl: time::Duration,
+    /// In-memory adapter state.
+    pub memory_adapter: Vec<MemoryResource>,
+}

@@ -1,0 +1,116 @@
+//! Raw configuration as written in `bridle.toml`; nothing here is trusted yet.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::contract::{ApprovalLevel, Mode, ParamRule, ResourceRef, RiskTier};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawConfig {
+    #[serde(default)]
+    pub store: RawStore,
+    pub policy: RawPolicy,
+    #[serde(default)]
+    pub executors: BTreeMap<String, RawExecutor>,
+    #[serde(default)]
+    pub tools: BTreeMap<String, RawTool>,
+    #[serde(default)]
+    pub principals: BTreeMap<String, RawPrincipal>,
+    #[serde(default)]
+    pub approvals: RawApprovals,
+    #[serde(default)]
+    pub adapter: RawAdapter,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawStore {
+    pub url: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPolicy {
+    pub schema: String,
+    pub files: Vec<String>,
+    #[serde(default)]
+    pub expectations: Option<String>,
+    #[serde(default)]
+    pub version: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawExecutor {
+    pub mode: Mode,
+    #[serde(default)]
+    pub credential_env: Option<String>,
+    #[serde(default)]
+    pub credential_file: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawTool {
+    pub description: String,
+    pub mode: Mode,
+    pub scope: String,
+    pub risk: RiskTier,
+    pub executor: String,
+    #[serde(default)]
+    pub approval: Option<ApprovalLevel>,
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    #[serde(default)]
+    pub resource: Option<ResourceRef>,
+    #[serde(default)]
+    pub schema: Option<String>,
+    #[serde(default)]
+    pub input_schema: Option<toml::Value>,
+    #[serde(default)]
+    pub params: BTreeMap<String, ParamRule>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPrincipal {
+    pub tenant: String,
+    #[serde(default)]
+    pub services: Vec<String>,
+    #[serde(default)]
+    pub scopes: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawApprovals {
+    #[serde(default = "default_ttl")]
+    pub ttl_seconds: u64,
+}
+
+impl Default for RawApprovals {
+    fn default() -> Self {
+        Self { ttl_seconds: default_ttl() }
+    }
+}
+
+fn default_ttl() -> u64 {
+    900
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawAdapter {
+    #[serde(default)]
+    pub memory: Vec<RawMemoryResource>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawMemoryResource {
+    pub tenant: String,
+    pub key: String,
+    pub state: toml::Value,
+}

@@ -1,0 +1,311 @@
+//! Raw → validated configuration, collecting every problem before failing.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::raw::{RawConfig, RawTool};
+use super::{Config, ConfigError, ConfigErrors, Executor, Files, MemoryResource};
+use crate::contract::{ApprovalLevel, CompiledSchema, Mode, Registry, ToolContract};
+use crate::policy::{PolicyEngine, PolicySource, parse_expectations};
+use crate::principal::Principal;
+
+/// Longest adapter timeout a tool may declare.
+const MAX_TIMEOUT_MS: u64 = 600_000;
+/// Default adapter timeout.
+const DEFAULT_TIMEOUT_MS: u64 = 5_000;
+
+#[derive(Default)]
+struct Errors(Vec<ConfigError>);
+
+impl Errors {
+    fn push(&mut self, at: impl Into<String>, message: impl Into<String>) {
+        self.0.push(ConfigError { at: at.into(), message: message.into() });
+    }
+}
+
+/// Parses and validates `bridle.toml` text; referenced files are read through `files`.
+pub fn load(text: &str, files: &dyn Files) -> Result<Config, ConfigErrors> {
+    let raw: RawConfig = toml::from_str(text).map_err(|e| {
+        ConfigErrors(vec![ConfigError { at: "bridle.toml".into(), message: e.to_string().trim_end().to_owned() }])
+    })?;
+    let mut errors = Errors::default();
+
+    let mut executors = BTreeMap::new();
+    for (name, e) in &raw.executors {
+        if e.credential_env.is_some() && e.credential_file.is_some() {
+            errors.push(format!("executors.{name}"), "set `credential_env` or `credential_file`, not both");
+        }
+        executors.insert(
+            name.clone(),
+            Executor {
+                name: name.clone(),
+                mode: e.mode,
+                credential_env: e.credential_env.clone(),
+                credential_file: e.credential_file.clone(),
+            },
+        );
+    }
+
+    let mut tools = Vec::new();
+    for (name, tool) in &raw.tools {
+        if let Some(t) = tool_contract(name, tool, &executors, files, &mut errors) {
+            tools.push(t);
+        }
+    }
+    let registry = Registry::new(tools);
+    check_cross_tool_rules(&raw, &registry, &mut errors);
+
+    let mut principals = BTreeMap::new();
+    for (name, p) in raw.principals {
+        if p.tenant.trim().is_empty() {
+            errors.push(format!("principals.{name}.tenant"), "must not be empty");
+        }
+        principals.insert(
+            name.clone(),
+            Principal {
+                subject: name,
+                tenant: p.tenant,
+                services: p.services.into_iter().collect(),
+                scopes: p.scopes.into_iter().collect(),
+            },
+        );
+    }
+
+    if raw.approvals.ttl_seconds == 0 || raw.approvals.ttl_seconds > 30 * 86_400 {
+        errors.push("approvals.ttl_seconds", "must be between 1 second and 30 days");
+    }
+
+    let mut memory_adapter = Vec::new();
+    for (i, m) in raw.adapter.memory.into_iter().enumerate() {
+        match serde_json::to_value(&m.state) {
+            Ok(state @ Value::Object(_)) => memory_adapter.push(MemoryResource { tenant: m.tenant, key: m.key, state }),
+            _ => errors.push(format!("adapter.memory[{i}].state"), "must be a table"),
+        }
+    }
+
+    let policy = load_policy(&raw.policy, &registry, files, &mut errors);
+
+    match policy {
+        Some(policy) if errors.0.is_empty() => Ok(Config {
+            store_url: raw.store.url,
+            registry: Arc::new(registry),
+            policy: Arc::new(policy),
+            executors,
+            principals,
+            approval_ttl: time::Duration::seconds(i64::try_from(raw.approvals.ttl_seconds).unwrap_or(i64::MAX)),
+            memory_adapter,
+        }),
+        _ => Err(ConfigErrors(errors.0)),
+    }
+}
+
+fn tool_contract(
+    name: &str,
+    tool: &RawTool,
+    executors: &BTreeMap<String, Executor>,
+    files: &dyn Files,
+    errors: &mut Errors,
+) -> Option<ToolContract> {
+    let at = format!("tools.{name}");
+    let before = errors.0.len();
+    let valid_name =
+        !name.is_empty() && name.len() <= 64 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if !valid_name {
+        errors.push(&at, "a tool name is 1-64 characters of ASCII letters, digits, `_` and `-`");
+    }
+    if tool.description.trim().is_empty() {
+        errors.push(format!("{at}.description"), "must not be empty");
+    }
+    match executors.get(&tool.executor) {
+        None => errors.push(format!("{at}.executor"), format!("no executor `{}` is defined", tool.executor)),
+        Some(e) if e.mode != tool.mode => errors.push(
+            format!("{at}.executor"),
+            format!(
+                "`{}` is a {} identity but the tool is `{}`; reads and changes never share an identity",
+                e.name,
+                e.mode.as_str(),
+                tool.mode.as_str()
+            ),
+        ),
+        Some(_) => {}
+    }
+    let timeout_ms = tool.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
+    if timeout_ms == 0 || timeout_ms > MAX_TIMEOUT_MS {
+        errors.push(format!("{at}.timeout_ms"), format!("must be between 1 and {MAX_TIMEOUT_MS}"));
+    }
+    let source = match (&tool.schema, &tool.input_schema) {
+        (Some(path), None) => match files.read(path) {
+            Ok(text) => match serde_json::from_str::<Value>(&text) {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    errors.push(format!("{at}.schema"), format!("`{path}` is not JSON: {e}"));
+                    None
+                }
+            },
+            Err(e) => {
+                errors.push(format!("{at}.schema"), format!("cannot read `{path}`: {e}"));
+                None
+            }
+        },
+        (None, Some(inline)) => match serde_json::to_value(inline) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                errors.push(format!("{at}.input_schema"), e.to_string());
+                None
+            }
+        },
+        _ => {
+            errors.push(&at, "set exactly one of `schema` (a JSON file) and `input_schema` (inline)");
+            None
+        }
+    };
+    let schema = source.and_then(|s| match CompiledSchema::compile(s) {
+        Ok(c) => Some(c),
+        Err(errs) => {
+            for e in errs {
+                errors.push(format!("{at}.schema"), e.to_string());
+            }
+            None
+        }
+    });
+    if let Some(schema) = &schema {
+        check_params(&at, tool, schema.source(), errors);
+    }
+    let approval = tool.approval.unwrap_or(match tool.mode {
+        Mode::Read => ApprovalLevel::Auto,
+        Mode::Change => ApprovalLevel::Approval,
+    });
+    if errors.0.len() > before {
+        return None;
+    }
+    Some(ToolContract {
+        name: name.to_owned(),
+        description: tool.description.clone(),
+        mode: tool.mode,
+        scope: tool.scope.clone(),
+        risk: tool.risk,
+        executor: tool.executor.clone(),
+        approval,
+        timeout: Duration::from_millis(timeout_ms),
+        resource: tool.resource.clone(),
+        params: tool.params.clone(),
+        schema: Arc::new(schema?),
+    })
+}
+
+fn check_params(at: &str, tool: &RawTool, schema: &Value, errors: &mut Errors) {
+    let props = schema.get("properties").and_then(Value::as_object);
+    let prop_type = |p: &str| props.and_then(|m| m.get(p)).map(|s| s.get("type").cloned().unwrap_or(Value::Null));
+    if let Some(r) = &tool.resource {
+        match prop_type(&r.param) {
+            Some(Value::String(t)) if t == "string" => {}
+            Some(_) => errors.push(format!("{at}.resource"), format!("parameter `{}` must be a string", r.param)),
+            None => errors.push(format!("{at}.resource"), format!("no parameter `{}` in the schema", r.param)),
+        }
+        let required = schema.get("required").and_then(Value::as_array);
+        if !required.is_some_and(|r2| r2.iter().any(|v| v == r.param.as_str())) {
+            errors.push(format!("{at}.resource"), format!("parameter `{}` must be required", r.param));
+        }
+    }
+    for (param, rule) in &tool.params {
+        let pat = format!("{at}.params.{param}");
+        let Some(ty) = prop_type(param) else {
+            errors.push(&pat, "no such parameter in the schema");
+            continue;
+        };
+        let numeric = matches!(ty.as_str(), Some("number" | "integer"));
+        if rule.is_numeric() && !numeric {
+            errors.push(&pat, "numeric rules need a `number` or `integer` parameter");
+        }
+        if rule.scan && ty.as_str() != Some("string") {
+            errors.push(&pat, "`scan` applies to string parameters");
+        }
+        for (field, v) in [
+            ("min", rule.min),
+            ("max", rule.max),
+            ("step", rule.step),
+            ("requires_approval_above", rule.requires_approval_above),
+        ] {
+            if v.is_some_and(|v| !v.is_finite()) {
+                errors.push(format!("{pat}.{field}"), "must be finite");
+            }
+        }
+        if let (Some(min), Some(max)) = (rule.min, rule.max) {
+            if min > max {
+                errors.push(&pat, format!("min {min} is above max {max}"));
+            }
+        }
+        if rule.step.is_some_and(|s| s <= 0.0) {
+            errors.push(format!("{pat}.step"), "must be positive");
+        }
+        if let Some(d) = &rule.max_delta {
+            if !(d.value.is_finite() && d.value >= 0.0) {
+                errors.push(format!("{pat}.max_delta.value"), "must be a non-negative number");
+            }
+            if tool.mode != Mode::Change {
+                errors.push(format!("{pat}.max_delta"), "applies to change tools only");
+            }
+        }
+    }
+}
+
+fn check_cross_tool_rules(raw: &RawConfig, registry: &Registry, errors: &mut Errors) {
+    for tool in registry.iter() {
+        for (param, rule) in &tool.params {
+            let Some(d) = &rule.max_delta else { continue };
+            let at = format!("tools.{}.params.{param}.max_delta.read_tool", tool.name);
+            match registry.get(&d.read_tool) {
+                None if raw.tools.contains_key(&d.read_tool) => {} // its own errors are reported
+                None => errors.push(at, format!("no tool `{}`", d.read_tool)),
+                Some(r) if r.mode != Mode::Read => errors.push(at, format!("`{}` is not a read tool", d.read_tool)),
+                Some(_) => {}
+            }
+        }
+    }
+}
+
+fn load_policy(
+    raw: &super::raw::RawPolicy,
+    registry: &Registry,
+    files: &dyn Files,
+    errors: &mut Errors,
+) -> Option<PolicyEngine> {
+    let schema = files
+        .read(&raw.schema)
+        .map_err(|e| errors.push("policy.schema", format!("cannot read `{}`: {e}", raw.schema)))
+        .ok();
+    if raw.files.is_empty() {
+        errors.push("policy.files", "list at least one policy file (default deny would refuse every call)");
+    }
+    let mut sources = Vec::new();
+    for path in &raw.files {
+        match files.read(path) {
+            Ok(text) => sources.push(PolicySource { name: path.clone(), text }),
+            Err(e) => errors.push("policy.files", format!("cannot read `{path}`: {e}")),
+        }
+    }
+    let expectations =
+        raw.expectations.as_ref().and_then(|path| match files.read(path).and_then(|t| parse_expectations(&t)) {
+            Ok(x) => Some(x),
+            Err(e) => {
+                errors.push("policy.expectations", format!("`{path}`: {e}"));
+                None
+            }
+        });
+    let engine = match PolicyEngine::load(&schema?, &sources, registry, raw.version.as_deref()) {
+        Ok(engine) => engine,
+        Err(errs) => {
+            for e in errs {
+                errors.push("policy", e);
+            }
+            return None;
+        }
+    };
+    for failure in engine.check_expectations(registry, expectations.as_deref().unwrap_or_default()) {
+        errors.push("policy.expectations", failure);
+    }
+    Some(engine)
+}

@@ -1,0 +1,22 @@
+//! Bridle's pure core: contracts, policy, plans, approvals, audit chain and the ports.
+//!
+//! No I/O and no async runtime here: every check is a total function over values, and the
+//! runtime drives the ports. A check that cannot be evaluated is an error, never an "allow".
+
+pub mod approval;
+pub mod audit;
+pub mod code;
+pub mod config;
+pub mod contract;
+pub mod decision;
+pub mod job;
+pub mod level;
+pub mod plan;
+pub mod policy;
+pub mod ports;
+pub mod principal;
+pub mod verdict;
+
+pub use code::Code;
+pub use principal::{Principal, RunContext};
+pub use verdict::Rejection;

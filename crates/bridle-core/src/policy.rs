@@ -1,0 +1,233 @@
+//! Policy: Cedar decides whether a principal may call a tool on a resource.
+//!
+//! Principal × action (the tool) × resource (tenant/kind/name) × context (scope, mode, risk,
+//! arguments). Default deny, forbid overrides permit, and any evaluation error denies: a policy
+//! that could not be evaluated never lets a call through. Entities are cached per principal,
+//! tool and resource, so a call does not rebuild them.
+
+mod entities;
+mod expectations;
+
+use std::collections::HashMap;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex};
+
+use cedar_policy::{Authorizer, Context, Entities, PolicyId, PolicySet, Request, Schema, ValidationMode, Validator};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::contract::{Registry, ToolContract};
+use crate::principal::Principal;
+
+pub use expectations::{PolicyExpectation, parse_expectations};
+
+/// Most cached entity sets before the cache is cleared.
+const CACHE_LIMIT: usize = 4096;
+
+/// The outcome of one authorization: never an error.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PolicyDecision {
+    /// Whether the call may proceed.
+    pub allowed: bool,
+    /// Policies that decided (the permits that allowed, or the forbids that denied).
+    pub deciding: Vec<String>,
+    /// Problems met; any problem means `allowed == false`.
+    pub errors: Vec<String>,
+}
+
+impl PolicyDecision {
+    fn deny_with(error: String) -> Self {
+        Self { allowed: false, deciding: Vec::new(), errors: vec![error] }
+    }
+}
+
+/// One policy source file.
+#[derive(Debug, Clone)]
+pub struct PolicySource {
+    /// Name used in messages and default policy ids (usually the path).
+    pub name: String,
+    /// Cedar policy text.
+    pub text: String,
+}
+
+/// A loaded, validated policy set with its schema.
+pub struct PolicyEngine {
+    policies: PolicySet,
+    schema: Schema,
+    version: String,
+    action_entities: Entities,
+    authorizer: Authorizer,
+    types: entities::Types,
+    cache: Mutex<HashMap<String, Arc<Entities>>>,
+}
+
+impl std::fmt::Debug for PolicyEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PolicyEngine").field("version", &self.version).finish_non_exhaustive()
+    }
+}
+
+impl PolicyEngine {
+    /// Parses and validates policies against the Cedar schema (strict mode) and checks that
+    /// every registered tool is an action of the schema. Collects every problem.
+    pub fn load(
+        schema_text: &str,
+        sources: &[PolicySource],
+        registry: &Registry,
+        version: Option<&str>,
+    ) -> Result<Self, Vec<String>> {
+        let mut errors = Vec::new();
+        let types = entities::Types::new().map_err(|e| vec![e])?;
+        let schema = match Schema::from_cedarschema_str(schema_text) {
+            Ok((schema, _warnings)) => Some(schema),
+            Err(e) => {
+                errors.push(format!("cedar schema: {e}"));
+                None
+            }
+        };
+        let mut policies = PolicySet::new();
+        for source in sources {
+            match PolicySet::from_str(&source.text) {
+                Ok(set) => {
+                    for (n, policy) in set.policies().enumerate() {
+                        let id = policy.annotation("id").map_or_else(|| format!("{}#{n}", source.name), str::to_owned);
+                        if let Err(e) = policies.add(policy.new_id(PolicyId::new(&id))) {
+                            errors.push(format!("{}: policy `{id}`: {e}", source.name));
+                        }
+                    }
+                }
+                Err(e) => errors.push(format!("{}: {e}", source.name)),
+            }
+        }
+        let Some(schema) = schema else { return Err(errors) };
+        let result = Validator::new(schema.clone()).validate(&policies, ValidationMode::Strict);
+        errors.extend(result.validation_errors().map(|e| format!("policy validation: {e}")));
+        for tool in registry.iter() {
+            let uid = types.action_uid(&tool.name);
+            if !schema.actions().any(|a| a == &uid) {
+                errors.push(format!("tool `{}` has no action `{uid}` in the cedar schema", tool.name));
+            }
+        }
+        let action_entities = match schema.action_entities() {
+            Ok(e) => e,
+            Err(e) => {
+                errors.push(format!("cedar schema actions: {e}"));
+                Entities::empty()
+            }
+        };
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        let version = version.map_or_else(|| content_version(schema_text, sources), str::to_owned);
+        Ok(Self {
+            policies,
+            schema,
+            version,
+            action_entities,
+            authorizer: Authorizer::new(),
+            types,
+            cache: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The policy version recorded on every audit event.
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// Decides whether `principal` may call `tool` with `arguments`. Total: errors deny.
+    pub fn authorize(&self, principal: &Principal, tool: &ToolContract, arguments: &Value) -> PolicyDecision {
+        let (kind, name) = tool.resource_of(&principal.tenant, arguments);
+        self.authorize_on(principal, tool, arguments, &principal.tenant, &kind, &name)
+    }
+
+    /// [`Self::authorize`] on an explicit resource (policy tests name foreign tenants).
+    pub fn authorize_on(
+        &self,
+        principal: &Principal,
+        tool: &ToolContract,
+        arguments: &Value,
+        resource_tenant: &str,
+        kind: &str,
+        name: &str,
+    ) -> PolicyDecision {
+        let resource = entities::Resource { tenant: resource_tenant, kind, name };
+        let entities = match self.entities(principal, &tool.name, &resource) {
+            Ok(e) => e,
+            Err(e) => return PolicyDecision::deny_with(e),
+        };
+        let context = match entities::context(tool, arguments) {
+            Ok(pairs) => match Context::from_pairs(pairs) {
+                Ok(c) => c,
+                Err(e) => return PolicyDecision::deny_with(format!("context: {e}")),
+            },
+            Err(e) => return PolicyDecision::deny_with(e),
+        };
+        let request = match Request::new(
+            self.types.principal_uid(principal),
+            self.types.action_uid(&tool.name),
+            self.types.resource_uid(&resource),
+            context,
+            None,
+        ) {
+            Ok(r) => r,
+            Err(e) => return PolicyDecision::deny_with(format!("request: {e}")),
+        };
+        let response = self.authorizer.is_authorized(&request, &self.policies, &entities);
+        let errors: Vec<String> = response.diagnostics().errors().map(ToString::to_string).collect();
+        let mut deciding: Vec<String> = response.diagnostics().reason().map(ToString::to_string).collect();
+        deciding.sort_unstable();
+        // INVARIANT: a policy that errored is skipped by Cedar; if it was a forbid, skipping it
+        // could allow. Any error therefore denies.
+        let allowed = response.decision() == cedar_policy::Decision::Allow && errors.is_empty();
+        PolicyDecision { allowed, deciding, errors }
+    }
+
+    fn entities(
+        &self,
+        principal: &Principal,
+        tool: &str,
+        resource: &entities::Resource<'_>,
+    ) -> Result<Arc<Entities>, String> {
+        let key = format!(
+            "{}\u{1e}{tool}\u{1e}{}\u{1f}{}\u{1f}{}",
+            principal.cache_key(),
+            resource.tenant,
+            resource.kind,
+            resource.name
+        );
+        if let Ok(cache) = self.cache.lock() {
+            if let Some(hit) = cache.get(&key) {
+                return Ok(Arc::clone(hit));
+            }
+        }
+        let built = Arc::new(entities::build(&self.types, principal, resource, &self.action_entities, &self.schema)?);
+        if let Ok(mut cache) = self.cache.lock() {
+            if cache.len() >= CACHE_LIMIT {
+                cache.clear();
+            }
+            cache.insert(key, Arc::clone(&built));
+        }
+        Ok(built)
+    }
+
+    /// Runs policy expectations; returns one message per failed expectation.
+    pub fn check_expectations(&self, registry: &Registry, expectations: &[PolicyExpectation]) -> Vec<String> {
+        expectations::check(self, registry, expectations)
+    }
+}
+
+/// `sha256:` and the first 12 hex digits of the schema and policy texts.
+fn content_version(schema_text: &str, sources: &[PolicySource]) -> String {
+    let mut h = Sha256::new();
+    h.update(schema_text.as_bytes());
+    for s in sources {
+        h.update([0u8]);
+        h.update(s.name.as_bytes());
+        h.update([0u8]);
+        h.update(s.text.as_bytes());
+    }
+    let hex = hex::encode(h.finalize());
+    format!("sha256:{}", hex.get(..12).unwrap_or_default())
+}

@@ -1,0 +1,260 @@
+//! Ports: the traits the engine drives (stores, adapters, clock), implemented by the runtime.
+//!
+//! Async methods use `async-trait` so implementations can be held as `Arc<dyn _>`. A store
+//! error means "could not evaluate" and the gate turns it into an error, never into "allow".
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use time::OffsetDateTime;
+
+use crate::approval::{ApprovalRequest, Grant};
+use crate::audit::{AuditEvent, AuditRecord};
+use crate::decision::DecisionRecord;
+use crate::job::{Job, JobStatus};
+use crate::plan::PlanHash;
+use crate::verdict::Rejection;
+
+/// A store could not answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// The backend failed or is unreachable.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    /// Stored data could not be read back.
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+    /// A record with this id already exists.
+    #[error("already exists: {0}")]
+    Duplicate(String),
+    /// The record changed concurrently; re-read and retry.
+    #[error("concurrent update of {0}")]
+    Contention(String),
+    /// No such record.
+    #[error("not found: {0}")]
+    NotFound(String),
+}
+
+/// Result of a store call.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// Time source; the demo and tests use a manual clock.
+pub trait Clock: Send + Sync {
+    /// Now.
+    fn now(&self) -> OffsetDateTime;
+}
+
+/// The system clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> OffsetDateTime {
+        OffsetDateTime::now_utc()
+    }
+}
+
+/// Approval requests, grants and rejections.
+#[async_trait]
+pub trait ApprovalLedger: Send + Sync {
+    /// Stores a new request; `Duplicate` if the id exists.
+    async fn create_request(&self, request: &ApprovalRequest) -> StoreResult<()>;
+    /// A request of `tenant` by id.
+    async fn get_request(&self, tenant: &str, id: &str) -> StoreResult<Option<ApprovalRequest>>;
+    /// For a call without an approval id: a granted, unconsumed, unexpired request for exactly
+    /// this plan if one exists, else a pending unexpired one.
+    async fn find_for_plan(
+        &self,
+        tenant: &str,
+        plan_hash: &PlanHash,
+        now: OffsetDateTime,
+    ) -> StoreResult<Option<ApprovalRequest>>;
+    /// Adds a grant if the request still has exactly `expected_grants` grants and is pending;
+    /// `granted` says whether the request becomes granted. `Contention` otherwise.
+    async fn add_grant(
+        &self,
+        tenant: &str,
+        id: &str,
+        expected_grants: usize,
+        grant: &Grant,
+        granted: bool,
+    ) -> StoreResult<()>;
+    /// Marks a pending request rejected with a reason; `Contention` if it is no longer pending.
+    async fn reject_request(&self, tenant: &str, id: &str, approver: &str, reason: &str) -> StoreResult<()>;
+    /// Pending, unexpired requests of a tenant, oldest first.
+    async fn list_pending(&self, tenant: &str, now: OffsetDateTime) -> StoreResult<Vec<ApprovalRequest>>;
+}
+
+/// Approval consumption requested together with a job reservation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Consume {
+    /// Approval id.
+    pub approval_id: String,
+    /// The plan hash it must be bound to.
+    pub plan_hash: PlanHash,
+    /// Now, for the expiry check.
+    pub now: OffsetDateTime,
+}
+
+/// What `reserve` did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reserved {
+    /// The job is reserved and the approval (if any) consumed, atomically.
+    Reserved,
+    /// The approval could not be consumed (lost a race, expired, other plan); nothing written.
+    ApprovalRefused(Rejection),
+    /// The idempotency key is taken; nothing written. The existing job is returned.
+    KeyTaken(Box<Job>),
+}
+
+/// Jobs and idempotency keys.
+#[async_trait]
+pub trait JobStore: Send + Sync {
+    /// The job holding an idempotency key of `tenant`/`subject`.
+    async fn find_by_key(&self, tenant: &str, subject: &str, key: &str) -> StoreResult<Option<Job>>;
+    /// In one transaction: claim the idempotency key, consume the approval, insert the job as
+    /// `reserved`. Either all of it happens or none.
+    async fn reserve(&self, job: &Job, consume: Option<&Consume>) -> StoreResult<Reserved>;
+    /// Moves a job from `from` to `to`, storing the outcome; `false` if it was not in `from`.
+    async fn transition(
+        &self,
+        id: &str,
+        from: JobStatus,
+        to: JobStatus,
+        outcome: Option<&Value>,
+        now: OffsetDateTime,
+    ) -> StoreResult<bool>;
+    /// A job by id.
+    async fn get_job(&self, id: &str) -> StoreResult<Option<Job>>;
+    /// Jobs not in a final state, oldest first.
+    async fn unsettled(&self) -> StoreResult<Vec<Job>>;
+}
+
+/// Which budget a debit draws on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BudgetKind {
+    /// Tool calls.
+    Calls,
+    /// Model tokens.
+    Tokens,
+    /// Cost in micro-units of the configured currency.
+    Cost,
+}
+
+impl BudgetKind {
+    /// Stable name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Calls => "calls",
+            Self::Tokens => "tokens",
+            Self::Cost => "cost",
+        }
+    }
+}
+
+/// Whether a debit fit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Debit {
+    /// Debited; `used` now.
+    Accepted {
+        /// Total used after the debit.
+        used: u64,
+    },
+    /// Refused; nothing debited.
+    Exhausted {
+        /// Total used (unchanged).
+        used: u64,
+    },
+}
+
+/// Budget counters per tenant, run and kind.
+#[async_trait]
+pub trait BudgetStore: Send + Sync {
+    /// Adds `amount` if `used + amount <= limit`, as one conditional update.
+    async fn debit(&self, tenant: &str, run_id: &str, kind: BudgetKind, amount: u64, limit: u64) -> StoreResult<Debit>;
+    /// Amount used so far.
+    async fn used(&self, tenant: &str, run_id: &str, kind: BudgetKind) -> StoreResult<u64>;
+}
+
+/// The append-only, hash-chained audit log.
+#[async_trait]
+pub trait AuditLog: Send + Sync {
+    /// Appends records in order, chaining each after its tenant's last event.
+    async fn append(&self, records: Vec<AuditRecord>) -> StoreResult<Vec<AuditEvent>>;
+    /// Tenants with at least one event.
+    async fn tenants(&self) -> StoreResult<Vec<String>>;
+    /// Events of a tenant with `seq > after`, in order, at most `limit`.
+    async fn events(&self, tenant: &str, after: u64, limit: u32) -> StoreResult<Vec<AuditEvent>>;
+}
+
+/// Decision records (one per LLM call).
+#[async_trait]
+pub trait DecisionLog: Send + Sync {
+    /// Stores a record.
+    async fn record(&self, decision: &DecisionRecord) -> StoreResult<()>;
+    /// Records of a tenant, newest first, at most `limit`.
+    async fn recent(&self, tenant: &str, limit: u32) -> StoreResult<Vec<DecisionRecord>>;
+}
+
+/// A call as the adapter sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AdapterCall {
+    /// Tool name.
+    pub tool: String,
+    /// Tenant the call acts in.
+    pub tenant: String,
+    /// Validated arguments.
+    pub arguments: Value,
+    /// Executor identity to act as.
+    pub identity: String,
+    /// Job id for changes (lets the adapter deduplicate and answer outcome queries).
+    pub job_id: Option<String>,
+}
+
+/// Why an adapter call did not produce a result.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum AdapterError {
+    /// A precondition (`resource_version`, If-Match) failed; nothing changed.
+    #[error("resource version changed: expected {expected}, found {actual}")]
+    VersionChanged {
+        /// Version in the plan.
+        expected: String,
+        /// Version found.
+        actual: String,
+    },
+    /// The adapter refused or failed; nothing changed.
+    #[error("adapter failed: {0}")]
+    Failed(String),
+    /// The identity may not perform this operation.
+    #[error("identity `{0}` rejected")]
+    IdentityRejected(String),
+    /// No answer within the timeout; the effect is unknown for changes.
+    #[error("adapter timed out")]
+    Timeout,
+    /// The request was sent but the answer was lost; the effect is unknown.
+    #[error("adapter response lost: {0}")]
+    Lost(String),
+}
+
+/// What the adapter knows about a job it was sent.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// The change took effect with this result.
+    Applied(Value),
+    /// The change did not happen.
+    NotApplied,
+    /// The adapter cannot tell (yet).
+    Unknown,
+}
+
+/// The adapter port: separate read and change entry points, and an outcome query.
+#[async_trait]
+pub trait Adapter: Send + Sync {
+    /// Reads state with a read identity.
+    async fn read(&self, call: &AdapterCall) -> Result<Value, AdapterError>;
+    /// Applies a change with a change identity.
+    async fn change(&self, call: &AdapterCall) -> Result<Value, AdapterError>;
+    /// Asks what became of a job whose outcome is unknown.
+    async fn outcome(&self, job: &Job) -> Result<Outcome, AdapterError>;
+}

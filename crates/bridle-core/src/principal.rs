@@ -1,0 +1,74 @@
+//! Who is calling and within which run: the authenticated principal and the run context.
+//!
+//! A principal only ever comes from authentication (a verified token, a configured fixture),
+//! never from tool arguments. This module holds data; it decides nothing.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+/// An authenticated caller.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Principal {
+    /// Stable subject id (`sub`).
+    pub subject: String,
+    /// Isolation boundary the subject belongs to.
+    pub tenant: String,
+    /// Services the subject may act on.
+    pub services: BTreeSet<String>,
+    /// Granted scopes such as `service:read` or `approval:grant`.
+    pub scopes: BTreeSet<String>,
+}
+
+impl Principal {
+    /// Builds a principal from string slices (fixtures, tests, token claims).
+    pub fn new(subject: &str, tenant: &str, services: &[&str], scopes: &[&str]) -> Self {
+        Self {
+            subject: subject.to_owned(),
+            tenant: tenant.to_owned(),
+            services: services.iter().map(|s| (*s).to_owned()).collect(),
+            scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
+        }
+    }
+
+    /// Whether the principal holds `scope`.
+    pub fn has_scope(&self, scope: &str) -> bool {
+        self.scopes.contains(scope)
+    }
+
+    /// A stable key for caches: changes whenever any attribute changes.
+    pub fn cache_key(&self) -> String {
+        let join = |set: &BTreeSet<String>| set.iter().cloned().collect::<Vec<_>>().join(",");
+        format!("{}\u{1f}{}\u{1f}{}\u{1f}{}", self.subject, self.tenant, join(&self.services), join(&self.scopes))
+    }
+}
+
+/// The run a call belongs to, with its limits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunContext {
+    /// Run id; part of every plan.
+    pub run_id: String,
+    /// Incident id; part of every plan.
+    pub incident: String,
+    /// No call is accepted at or after this instant.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub deadline: Option<OffsetDateTime>,
+    /// Most tool calls this run may make (counted by the budget store); `None` is unlimited.
+    pub call_limit: Option<u64>,
+    /// Set when the run was cancelled.
+    pub cancelled: bool,
+}
+
+impl RunContext {
+    /// A run with no deadline and no call limit.
+    pub fn new(run_id: &str, incident: &str) -> Self {
+        Self {
+            run_id: run_id.to_owned(),
+            incident: incident.to_owned(),
+            deadline: None,
+            call_limit: None,
+            cancelled: false,
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! Configuration: the example loads; bad configs list every problem at once.
+use bridle_core::config::load;
+use bridle_core::principal::Principal;
+
+use super::support::{checkout, load_example_with, read_example};
+
+#[test]
+fn example_loads_with_both_tools() {
+    let c = checkout();
+    assert!(c.registry.get("get_service_snapshot").is_some());
+    assert!(c.registry.get("scale_replicas").is_some());
+    assert_eq!(c.principals.len(), 4);
+    assert!(c.policy.version().starts_with("sha256:"));
+}
+
+#[test]
+fn model_tools_follow_scopes() {
+    let c = checkout();
+    let viewer = Principal::new("viewer-4", "tenant-a", &["checkout"], &["service:read"]);
+    let names: Vec<_> = c.registry.model_tools(&viewer).iter().map(|t| t.name.clone()).collect();
+    assert_eq!(names, ["get_service_snapshot"]);
+    let mcp = c.registry.mcp_tools(&viewer);
+    assert_eq!(mcp[0]["inputSchema"]["additionalProperties"], false);
+    let openai = c.registry.openai_tools(&c.principals["requester-1"]);
+    assert_eq!(openai.as_array().map(Vec::len), Some(2));
+    assert_eq!(openai[1]["function"]["name"], "scale_replicas");
+}
+
+#[test]
+fn every_error_is_listed_at_once() {
+    let err = load_example_with(|t| {
+        t.replace("executor = \"reader-identity\"", "executor = \"changer-identity\"")
+            .replace("min = 1\nmax = 5", "min = 9\nmax = 5")
+            .replace("field = \"replicas\" }", "field = \"replicas\" }\nscan = true")
+            .replace("timeout_ms = 2000", "timeout_ms = 0")
+    })
+    .unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("tools.get_service_snapshot.executor"), "{text}");
+    assert!(text.contains("min 9 is above max 5"), "{text}");
+    assert!(text.contains("`scan` applies to string parameters"), "{text}");
+    assert!(text.contains("tools.get_service_snapshot.timeout_ms"), "{text}");
+    assert!(err.0.len() >= 4, "{text}");
+}
+
+#[test]
+fn unknown_fields_and_bad_toml_are_refused() {
+    let err = load_example_with(|t| t.replace("[approvals]", "[approvals]\nttl_sekonds = 3")).unwrap_err();
+    assert!(err.to_string().contains("ttl_sekonds"), "{err}");
+    let err = load("[[[", &read_example).unwrap_err();
+    assert_eq!(err.0.len(), 1);
+}
+
+#[test]
+fn open_schema_is_refused_at_load() {
+    let err = load_example_with(|t| {
+        t.replace(
+            "schema = \"schemas/service_ref.json\"",
+            "input_schema = { type = \"object\", properties = { service = { type = \"string\" } } }",
+        )
+    })
+    .unwrap_err();
+    assert!(err.to_string().contains("allows unknown properties"), "{err}");
+}
+
+#[test]
+fn a_broken_policy_fails_closed_with_reasons() {
+    let files = |p: &str| {
+        if p == "policies/tenancy.cedar" {
+            Ok("permit (principal, action, resource) when { context.nope };".into())
+        } else {
+            read_example(p)
+        }
+    };
+    let err = load(&read_example("bridle.toml").unwrap(), &files).unwrap_err();
+    assert!(err.to_string().contains("policy"), "{err}");
+}
+
+#[test]
+fn a_policy_that_breaks_an_expectation_fails_load() {
+    let files = |p: &str| {
+        if p == "policies/tenancy.cedar" { Ok("permit (principal, action, resource);".into()) } else { read_example(p) }
+    };
+    let err = load(&read_example("bridle.toml").unwrap(), &files).unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("requester cannot read a service it does not hold"), "{text}");
+    assert!(text.contains("a read-only principal cannot change"), "{text}");
+}
+
+#[test]
+fn a_tool_missing_from_the_cedar_schema_fails_load() {
+    let err = load_example_with(|t| t.replace("[tools.scale_replicas]", "[tools.scale_replicas2]\ndescription = \"x\"\nmode = \"read\"\nscope = \"s\"\nrisk = \"read\"\nexecutor = \"reader-identity\"\nschema = \"schemas/service_ref.json\"\n\n[tools.scale_replicas]")).unwrap_err();
+    assert!(err.to_string().contains("tool `scale_replicas2` has no action"), "{err}");
+}

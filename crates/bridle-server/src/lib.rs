@@ -1,0 +1,1 @@
+//! Bridle server.
