@@ -159,10 +159,10 @@ pub fn check_grant(
     if approver.tenant != request.tenant {
         return deny(format!("`{}` belongs to another tenant", approver.subject));
     }
-    if let Some(service) = service.filter(|s| !s.is_empty()) {
-        if !approver.services.contains(service) {
-            return deny(format!("`{}` does not hold the service `{service}`", approver.subject));
-        }
+    if let Some(service) = service.filter(|s| !s.is_empty())
+        && !approver.services.contains(service)
+    {
+        return deny(format!("`{}` does not hold the service `{service}`", approver.subject));
     }
     if approver.subject == request.requester {
         return deny("the requester cannot approve their own plan".to_owned());

@@ -157,32 +157,53 @@ pub struct BrokenLink {
     pub problem: String,
 }
 
-/// Verifies one tenant's events, given in `seq` order; returns the number checked.
-pub fn verify_chain<'a>(tenant: &str, events: impl IntoIterator<Item = &'a AuditEvent>) -> Result<u64, BrokenLink> {
-    let mut expected_seq = 1;
-    let mut prev = GENESIS.to_owned();
-    for e in events {
-        let broken = |problem: &str| BrokenLink { tenant: tenant.to_owned(), seq: e.seq, problem: problem.to_owned() };
-        if e.seq != expected_seq {
-            return Err(BrokenLink {
-                tenant: tenant.to_owned(),
-                seq: expected_seq,
-                problem: format!("event missing (next stored seq is {})", e.seq),
-            });
+/// Checks a tenant's chain one event at a time (so long chains can be read in pages).
+#[derive(Debug, Clone)]
+pub struct ChainVerifier {
+    tenant: String,
+    next_seq: u64,
+    prev: String,
+}
+
+impl ChainVerifier {
+    /// A verifier expecting the tenant's first event.
+    pub fn new(tenant: &str) -> Self {
+        Self { tenant: tenant.to_owned(), next_seq: 1, prev: GENESIS.to_owned() }
+    }
+
+    /// Checks the next event.
+    pub fn push(&mut self, e: &AuditEvent) -> Result<(), BrokenLink> {
+        let broken = |seq: u64, problem: String| BrokenLink { tenant: self.tenant.clone(), seq, problem };
+        if e.seq != self.next_seq {
+            return Err(broken(self.next_seq, format!("event missing (next stored seq is {})", e.seq)));
         }
-        if e.record.tenant != tenant {
-            return Err(broken("event belongs to another tenant"));
+        if e.record.tenant != self.tenant {
+            return Err(broken(e.seq, "event belongs to another tenant".to_owned()));
         }
-        if e.prev_hash != prev {
-            return Err(broken("prev_hash does not match the previous event's hash"));
+        if e.prev_hash != self.prev {
+            return Err(broken(e.seq, "prev_hash does not match the previous event's hash".to_owned()));
         }
         if link_hash(e.seq, &e.prev_hash, &e.record) != e.hash {
-            return Err(broken("hash does not match the event's content"));
+            return Err(broken(e.seq, "hash does not match the event's content".to_owned()));
         }
-        prev.clone_from(&e.hash);
-        expected_seq += 1;
+        self.prev.clone_from(&e.hash);
+        self.next_seq += 1;
+        Ok(())
     }
-    Ok(expected_seq - 1)
+
+    /// Events verified so far.
+    pub fn verified(&self) -> u64 {
+        self.next_seq - 1
+    }
+}
+
+/// Verifies one tenant's events, given in `seq` order; returns the number checked.
+pub fn verify_chain<'a>(tenant: &str, events: impl IntoIterator<Item = &'a AuditEvent>) -> Result<u64, BrokenLink> {
+    let mut v = ChainVerifier::new(tenant);
+    for e in events {
+        v.push(e)?;
+    }
+    Ok(v.verified())
 }
 
 #[cfg(test)]

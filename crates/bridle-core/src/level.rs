@@ -47,20 +47,20 @@ pub fn decide(tool: &ToolContract, args: &Value, signals: &CallSignals) -> Level
         reasons.push(why);
     };
     for (name, rule) in &tool.params {
-        if let (Some(limit), Some(v)) = (rule.requires_approval_above, args.get(name).and_then(Value::as_f64)) {
-            if v > limit {
-                raise(ApprovalLevel::Approval, format!("`{name}` = {v} is above {limit}"));
-            }
+        if let (Some(limit), Some(v)) = (rule.requires_approval_above, args.get(name).and_then(Value::as_f64))
+            && v > limit
+        {
+            raise(ApprovalLevel::Approval, format!("`{name}` = {v} is above {limit}"));
         }
     }
     if signals.tainted {
         raise(ApprovalLevel::Approval, "arguments derive from untrusted content".to_owned());
     }
     // A NaN or out-of-range confidence is treated as low: unknown never means sure.
-    if let Some(c) = signals.confidence {
-        if !(LOW_CONFIDENCE..=1.0).contains(&c) {
-            raise(ApprovalLevel::Approval, format!("confidence {c} is below {LOW_CONFIDENCE}"));
-        }
+    if let Some(c) = signals.confidence
+        && !(LOW_CONFIDENCE..=1.0).contains(&c)
+    {
+        raise(ApprovalLevel::Approval, format!("confidence {c} is below {LOW_CONFIDENCE}"));
     }
     let human_choice = signals.candidates >= 2;
     if human_choice {

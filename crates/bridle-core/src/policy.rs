@@ -197,10 +197,10 @@ impl PolicyEngine {
             resource.kind,
             resource.name
         );
-        if let Ok(cache) = self.cache.lock() {
-            if let Some(hit) = cache.get(&key) {
-                return Ok(Arc::clone(hit));
-            }
+        if let Ok(cache) = self.cache.lock()
+            && let Some(hit) = cache.get(&key)
+        {
+            return Ok(Arc::clone(hit));
         }
         let built = Arc::new(entities::build(&self.types, principal, resource, &self.action_entities, &self.schema)?);
         if let Ok(mut cache) = self.cache.lock() {

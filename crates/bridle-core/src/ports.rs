@@ -54,6 +54,13 @@ impl Clock for SystemClock {
     }
 }
 
+/// Scans the text of arguments a contract marks `scan = true` (gate step 4). The guard
+/// implements it; a gate without a scanner lets such text through unscanned.
+pub trait ArgumentScanner: Send + Sync {
+    /// `Err(injection_detected …)` if the text of `param` must not reach a model or operator.
+    fn scan(&self, param: &str, text: &str) -> Result<(), Rejection>;
+}
+
 /// Approval requests, grants and rejections.
 #[async_trait]
 pub trait ApprovalLedger: Send + Sync {

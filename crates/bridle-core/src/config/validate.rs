@@ -233,10 +233,10 @@ fn check_params(at: &str, tool: &RawTool, schema: &Value, errors: &mut Errors) {
                 errors.push(format!("{pat}.{field}"), "must be finite");
             }
         }
-        if let (Some(min), Some(max)) = (rule.min, rule.max) {
-            if min > max {
-                errors.push(&pat, format!("min {min} is above max {max}"));
-            }
+        if let (Some(min), Some(max)) = (rule.min, rule.max)
+            && min > max
+        {
+            errors.push(&pat, format!("min {min} is above max {max}"));
         }
         if rule.step.is_some_and(|s| s <= 0.0) {
             errors.push(format!("{pat}.step"), "must be positive");

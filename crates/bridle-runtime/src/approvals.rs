@@ -1,0 +1,207 @@
+//! The approval desk: humans grant or reject pending requests; every grant, refusal and
+//! rejection is an audit event of its own kind.
+//!
+//! The rules (who may grant, what a level needs) are `bridle_core::approval`'s; this module
+//! loads, checks, stores and audits.
+
+use bridle_core::approval::{self, ApprovalRequest, ApprovalStatus, Grant, SCOPE_SIGN_OFF};
+use bridle_core::audit::{AuditRecord, Decision, EventKind, Timings};
+use bridle_core::contract::ApprovalLevel;
+use bridle_core::plan::Plan;
+use bridle_core::ports::StoreError;
+use bridle_core::{Code, Principal, Rejection, RunContext};
+use serde_json::Value;
+use time::OffsetDateTime;
+
+use crate::gate::{Gate, GateError};
+
+/// Most times a grant is retried after losing an optimistic race.
+const GRANT_RETRIES: usize = 8;
+
+/// A request prepared ahead of the call it approves.
+#[derive(Debug, Clone, Copy)]
+pub struct ApprovalDraft<'a> {
+    /// Approval id to create.
+    pub id: &'a str,
+    /// Tool of the plan.
+    pub tool: &'a str,
+    /// Arguments of the plan.
+    pub arguments: &'a Value,
+    /// Level required.
+    pub level: ApprovalLevel,
+    /// Expiry.
+    pub expires_at: OffsetDateTime,
+}
+
+/// A grant or rejection that was refused, or could not be evaluated.
+#[derive(Debug, thiserror::Error)]
+pub enum ApprovalError {
+    /// Refused with a stable code (`approver_denied`, `approval_expired`, `not_found` …).
+    #[error("{0}")]
+    Refused(Rejection),
+    /// A store failed.
+    #[error(transparent)]
+    Gate(#[from] GateError),
+}
+
+impl From<StoreError> for ApprovalError {
+    fn from(e: StoreError) -> Self {
+        ApprovalError::Gate(GateError::Store(e))
+    }
+}
+
+impl Gate {
+    /// Creates an approval request for `draft` as `requester` would call it, with a chosen id
+    /// and expiry (fixtures, the demo, operators preparing a change). The arguments must pass
+    /// the contract and the requester's policy.
+    pub async fn request_approval(
+        &self,
+        requester: &Principal,
+        run: &RunContext,
+        draft: &ApprovalDraft<'_>,
+    ) -> Result<ApprovalRequest, ApprovalError> {
+        let ApprovalDraft { id, tool, arguments, level, expires_at } = *draft;
+        let contract = self.config.registry.get(tool).ok_or_else(|| {
+            ApprovalError::Refused(Rejection::new(Code::UnknownTool, format!("no tool `{tool}` is registered")))
+        })?;
+        contract.check_arguments(arguments).map_err(ApprovalError::Refused)?;
+        let decision = self.config.policy.authorize(requester, contract, arguments);
+        if !decision.allowed {
+            return Err(ApprovalError::Refused(Rejection::new(
+                Code::PolicyDenied,
+                format!("`{}` may not call `{tool}` here", requester.subject),
+            )));
+        }
+        let plan = Plan::new(tool, arguments, requester, run);
+        let hash = plan.hash().map_err(GateError::from)?;
+        let now = self.clock.now();
+        let request = ApprovalRequest::new(id.to_owned(), plan, hash, level, now, expires_at);
+        self.stores.approvals.create_request(&request).await?;
+        self.audit_approval(EventKind::ApprovalRequested, &request, &request.requester, None, None).await?;
+        Ok(request)
+    }
+
+    /// Adds `approver`'s grant to request `id` of the approver's tenant.
+    pub async fn grant(&self, approver: &Principal, id: &str) -> Result<ApprovalRequest, ApprovalError> {
+        for _ in 0..GRANT_RETRIES {
+            let request = self.load_request(approver, id).await?;
+            let now = self.clock.now();
+            let service = service_of(self, &request);
+            if let Err(r) = approval::check_grant(&request, approver, service.as_deref(), now) {
+                self.audit_approval(
+                    EventKind::ApprovalGranted,
+                    &request,
+                    &approver.subject,
+                    Some(&r),
+                    Some(Decision::Rejected),
+                )
+                .await?;
+                return Err(ApprovalError::Refused(r));
+            }
+            let grant =
+                Grant { approver: approver.subject.clone(), sign_off: approver.has_scope(SCOPE_SIGN_OFF), at: now };
+            let mut grants = request.grants.clone();
+            grants.push(grant.clone());
+            let granted = approval::satisfies(request.level, &grants);
+            match self.stores.approvals.add_grant(&request.tenant, id, request.grants.len(), &grant, granted).await {
+                Ok(()) => {
+                    let mut updated = request;
+                    updated.grants = grants;
+                    if granted {
+                        updated.status = ApprovalStatus::Granted;
+                    }
+                    self.audit_approval(
+                        EventKind::ApprovalGranted,
+                        &updated,
+                        &approver.subject,
+                        None,
+                        Some(Decision::Executed),
+                    )
+                    .await?;
+                    return Ok(updated);
+                }
+                Err(StoreError::Contention(_)) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(StoreError::Contention(format!("approval `{id}`")).into())
+    }
+
+    /// Rejects pending request `id` with a reason.
+    pub async fn reject(&self, approver: &Principal, id: &str, reason: &str) -> Result<ApprovalRequest, ApprovalError> {
+        let request = self.load_request(approver, id).await?;
+        let service = service_of(self, &request);
+        // Rejecting needs the same standing as granting, except that expiry does not matter.
+        if let Err(r) = approval::check_grant(&request, approver, service.as_deref(), request.created_at) {
+            return Err(ApprovalError::Refused(r));
+        }
+        match self.stores.approvals.reject_request(&request.tenant, id, &approver.subject, reason).await {
+            Ok(()) => {}
+            Err(StoreError::Contention(_)) => {
+                return Err(ApprovalError::Refused(Rejection::new(
+                    Code::ApproverDenied,
+                    format!("approval `{id}` is no longer pending"),
+                )));
+            }
+            Err(e) => return Err(e.into()),
+        }
+        let mut updated = request;
+        updated.status = ApprovalStatus::Rejected;
+        updated.rejection_reason = Some(reason.to_owned());
+        self.audit_approval(EventKind::ApprovalRejected, &updated, &approver.subject, None, Some(Decision::Rejected))
+            .await?;
+        Ok(updated)
+    }
+
+    /// Pending requests of the caller's tenant.
+    pub async fn pending_approvals(&self, caller: &Principal) -> Result<Vec<ApprovalRequest>, ApprovalError> {
+        Ok(self.stores.approvals.list_pending(&caller.tenant, self.clock.now()).await?)
+    }
+
+    async fn load_request(&self, caller: &Principal, id: &str) -> Result<ApprovalRequest, ApprovalError> {
+        self.stores.approvals.get_request(&caller.tenant, id).await?.ok_or_else(|| {
+            ApprovalError::Refused(Rejection::new(
+                Code::ApprovalRequired,
+                format!("no approval `{id}` for this tenant"),
+            ))
+        })
+    }
+
+    async fn audit_approval(
+        &self,
+        kind: EventKind,
+        r: &ApprovalRequest,
+        subject: &str,
+        rejection: Option<&Rejection>,
+        decision: Option<Decision>,
+    ) -> Result<(), ApprovalError> {
+        let record = AuditRecord {
+            kind,
+            call_id: r.id.clone(),
+            at: self.clock.now(),
+            tenant: r.tenant.clone(),
+            subject: subject.to_owned(),
+            run_id: r.plan.run_id.clone(),
+            incident: r.plan.incident.clone(),
+            tool: r.plan.tool.clone(),
+            policy_version: self.config.policy.version().to_owned(),
+            plan_hash: Some(r.plan_hash.0.clone()),
+            executor_identity: None,
+            approval_id: Some(r.id.clone()),
+            approver: r.approvers(),
+            decision,
+            code: rejection.map(|x| x.code.as_str().to_owned()),
+            reason: rejection.map(|x| x.message.clone()),
+            timings: Timings::default(),
+        };
+        self.stores.audit.append(vec![record]).await?;
+        Ok(())
+    }
+}
+
+/// The service a plan acts on, when its tool names one.
+fn service_of(gate: &Gate, r: &ApprovalRequest) -> Option<String> {
+    let tool = gate.config.registry.get(&r.plan.tool)?;
+    let (kind, name) = tool.resource_of(&r.tenant, &r.plan.arguments);
+    (kind == "service").then_some(name)
+}

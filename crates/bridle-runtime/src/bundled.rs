@@ -1,0 +1,62 @@
+//! Loading configuration: the bundled default (seed 004's checkout example, embedded in the
+//! binary) or a `bridle.toml` on disk with the files it references.
+
+use std::path::{Path, PathBuf};
+
+use bridle_core::config::{Config, ConfigError, ConfigErrors, load};
+
+macro_rules! example_files {
+    ($dir:literal: $($path:literal),* $(,)?) => {
+        &[$(($path, include_str!(concat!("../../../examples/", $dir, "/", $path))),)*]
+    };
+}
+
+/// The bundled default configuration text.
+pub const CHECKOUT_TOML: &str = include_str!("../../../examples/checkout/bridle.toml");
+
+const CHECKOUT_FILES: &[(&str, &str)] = example_files!("checkout":
+    "schemas/service_ref.json",
+    "schemas/scale_replicas.json",
+    "policies/bridle.cedarschema",
+    "policies/tenancy.cedar",
+    "policies/expectations.toml",
+);
+
+/// The bundled default: seed 004's checkout tools, principals and policies.
+pub fn checkout() -> Result<Config, ConfigErrors> {
+    let files = |path: &str| {
+        CHECKOUT_FILES
+            .iter()
+            .find(|(p, _)| *p == path)
+            .map(|(_, text)| (*text).to_owned())
+            .ok_or_else(|| format!("`{path}` is not part of the bundled configuration"))
+    };
+    load(CHECKOUT_TOML, &files)
+}
+
+/// Loads `bridle.toml` from disk; referenced paths are relative to its directory.
+pub fn from_path(path: &Path) -> Result<Config, ConfigErrors> {
+    let text = read_text(path)
+        .map_err(|message| ConfigErrors(vec![ConfigError { at: path.display().to_string(), message }]))?;
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let files = move |rel: &str| read_text(&resolve(&dir, rel));
+    load(&text, &files)
+}
+
+/// The config at `path`, or the bundled default.
+pub fn load_or_default(path: Option<&Path>) -> Result<Config, ConfigErrors> {
+    path.map_or_else(checkout, from_path)
+}
+
+fn resolve(dir: &Path, rel: &str) -> PathBuf {
+    let p = Path::new(rel);
+    if p.is_absolute() { p.to_path_buf() } else { dir.join(p) }
+}
+
+/// Reads a UTF-8 text file, naming the problem (missing, unreadable, not UTF-8).
+fn read_text(path: &Path) -> Result<String, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+    String::from_utf8(bytes).map_err(|e| {
+        format!("`{}` is not UTF-8 (invalid byte at offset {})", path.display(), e.utf8_error().valid_up_to())
+    })
+}

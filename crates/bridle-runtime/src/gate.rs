@@ -1,0 +1,316 @@
+//! The gate: every tool call, from any entry point, runs these steps in this order and the first
+//! failing step rejects with a stable code. Every call appends one audit event.
+//!
+//! 2 run state → 3 contract → 4 guard → 5 policy → 6 state rules → 7 approval level →
+//! 8 idempotency → 9 approval binding → 10 execute. (1, intake, and 11, output, wrap this.)
+//! A store that cannot answer is a [`GateError`], never an "allow".
+
+mod binding;
+mod execute;
+mod run_state;
+mod state_rules;
+mod trace;
+
+use std::sync::Arc;
+
+use bridle_core::audit::Decision;
+use bridle_core::config::Config;
+use bridle_core::contract::{ApprovalLevel, Mode, ToolContract};
+use bridle_core::level::{self, CallSignals};
+use bridle_core::plan::{CanonicalError, Plan, PlanHash};
+use bridle_core::ports::{Adapter, ArgumentScanner, Clock, StoreError};
+use bridle_core::{Code, Principal, Rejection, RunContext};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tracing::Instrument;
+
+use crate::store::Stores;
+use trace::Trace;
+
+/// A proposed call as an entry point hands it to the gate.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CallRequest {
+    /// Tool name.
+    pub tool: String,
+    /// Arguments as the model wrote them.
+    pub arguments: Value,
+    /// Approval to use; without one, an approval for the exact plan is looked up.
+    #[serde(default)]
+    pub approval_id: Option<String>,
+    /// Client idempotency key, unique per tenant and subject.
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
+    /// Confidence, candidates and taint from the proposing agent.
+    #[serde(default)]
+    pub signals: CallSignals,
+    /// Decide only: consume, create, store and execute nothing.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+impl CallRequest {
+    /// A plain call of `tool` with `arguments`.
+    pub fn new(tool: &str, arguments: Value) -> Self {
+        Self { tool: tool.to_owned(), arguments, ..Self::default() }
+    }
+
+    /// The same call using an approval id.
+    #[must_use]
+    pub fn with_approval(mut self, id: &str) -> Self {
+        self.approval_id = Some(id.to_owned());
+        self
+    }
+
+    /// The same call with an idempotency key.
+    #[must_use]
+    pub fn with_key(mut self, key: &str) -> Self {
+        self.idempotency_key = Some(key.to_owned());
+        self
+    }
+}
+
+/// What the gate decided.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Verdict {
+    /// Executed; the adapter's result.
+    Ok {
+        /// Adapter result.
+        result: Value,
+    },
+    /// Refused.
+    Rejected {
+        /// Why.
+        rejection: Rejection,
+    },
+    /// Dry run: what would happen (`None` = it would execute).
+    DryRun {
+        /// The rejection a real call would get now, if any.
+        would_reject: Option<Rejection>,
+    },
+}
+
+/// The gate's answer to one call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallOutcome {
+    /// Call id (the audit event and tracing span carry it too).
+    pub call_id: String,
+    /// Tool named.
+    pub tool: String,
+    /// Verdict.
+    #[serde(flatten)]
+    pub verdict: Verdict,
+    /// Plan hash, once the call got that far.
+    pub plan_hash: Option<PlanHash>,
+    /// Level the call needed.
+    pub level: Option<ApprovalLevel>,
+    /// Approval used, or the pending request created for it.
+    pub approval_id: Option<String>,
+    /// Job of a change.
+    pub job_id: Option<String>,
+    /// Executor identity used.
+    pub executor_identity: Option<String>,
+    /// True when this answer is the stored result of an earlier call with the same key.
+    #[serde(default)]
+    pub idempotent_replay: bool,
+}
+
+impl CallOutcome {
+    /// The reject code, if rejected.
+    pub fn code(&self) -> Option<Code> {
+        match &self.verdict {
+            Verdict::Rejected { rejection } => Some(rejection.code),
+            Verdict::DryRun { would_reject } => would_reject.as_ref().map(|r| r.code),
+            Verdict::Ok { .. } => None,
+        }
+    }
+
+    /// The adapter result, if executed.
+    pub fn result(&self) -> Option<&Value> {
+        match &self.verdict {
+            Verdict::Ok { result } => Some(result),
+            _ => None,
+        }
+    }
+}
+
+/// The call could not be evaluated. Never an allow.
+#[derive(Debug, thiserror::Error)]
+pub enum GateError {
+    /// A store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The plan could not be canonicalized.
+    #[error(transparent)]
+    Canonical(#[from] CanonicalError),
+}
+
+/// Why the pipeline stopped early: a verdict or an error.
+pub(crate) enum Stop {
+    Reject(Rejection),
+    Error(GateError),
+}
+
+impl From<Rejection> for Stop {
+    fn from(r: Rejection) -> Self {
+        Stop::Reject(r)
+    }
+}
+
+impl From<StoreError> for Stop {
+    fn from(e: StoreError) -> Self {
+        Stop::Error(GateError::Store(e))
+    }
+}
+
+impl From<CanonicalError> for Stop {
+    fn from(e: CanonicalError) -> Self {
+        Stop::Error(GateError::Canonical(e))
+    }
+}
+
+/// The gate over a configuration, stores, an adapter and a clock.
+#[derive(Clone)]
+pub struct Gate {
+    pub(crate) config: Arc<Config>,
+    pub(crate) stores: Stores,
+    pub(crate) adapter: Arc<dyn Adapter>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) scanner: Option<Arc<dyn ArgumentScanner>>,
+}
+
+impl Gate {
+    /// A gate without an argument scanner.
+    pub fn new(config: Arc<Config>, stores: Stores, adapter: Arc<dyn Adapter>, clock: Arc<dyn Clock>) -> Self {
+        Self { config, stores, adapter, clock, scanner: None }
+    }
+
+    /// Adds the scanner used at step 4.
+    #[must_use]
+    pub fn with_scanner(mut self, scanner: Arc<dyn ArgumentScanner>) -> Self {
+        self.scanner = Some(scanner);
+        self
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Arc<Config> {
+        &self.config
+    }
+
+    /// The stores.
+    pub fn stores(&self) -> &Stores {
+        &self.stores
+    }
+
+    /// Runs one call through every step and audits it.
+    pub async fn call(
+        &self,
+        principal: &Principal,
+        run: &RunContext,
+        req: &CallRequest,
+    ) -> Result<CallOutcome, GateError> {
+        let mut t = Trace::start(self.clock.now(), &req.tool);
+        let span =
+            tracing::info_span!("gate_call", call_id = %t.call_id, tool = %req.tool, subject = %principal.subject);
+        let decided = self.decide(principal, run, req, &mut t).instrument(span).await;
+        let (verdict, decision) = match decided {
+            Ok(v) => v,
+            Err(Stop::Reject(r)) => {
+                let d = if req.dry_run { Decision::DryRun } else { Decision::Rejected };
+                let v = if req.dry_run {
+                    Verdict::DryRun { would_reject: Some(r) }
+                } else {
+                    Verdict::Rejected { rejection: r }
+                };
+                (v, d)
+            }
+            Err(Stop::Error(e)) => {
+                tracing::error!(call_id = %t.call_id, error = %e, "gate call could not be evaluated");
+                return Err(e);
+            }
+        };
+        let outcome = t.outcome(verdict);
+        let record = t.record(principal, run, self.config.policy.version(), decision, &outcome);
+        self.stores.audit.append(vec![record]).await?;
+        Ok(outcome)
+    }
+
+    async fn decide(
+        &self,
+        principal: &Principal,
+        run: &RunContext,
+        req: &CallRequest,
+        t: &mut Trace,
+    ) -> Result<(Verdict, Decision), Stop> {
+        // 2. run state
+        run_state::check(self, principal, run, req.dry_run, t.now).await?;
+        // 3. contract
+        let tool = self
+            .config
+            .registry
+            .get(&req.tool)
+            .cloned()
+            .ok_or_else(|| Rejection::new(Code::UnknownTool, format!("no tool `{}` is registered", req.tool)))?;
+        tool.check_arguments(&req.arguments)?;
+        // 4. guard
+        self.scan(&tool, &req.arguments)?;
+        // 5. policy
+        let started = std::time::Instant::now();
+        let policy = self.config.policy.authorize(principal, &tool, &req.arguments);
+        t.policy_us = elapsed_us(started);
+        if !policy.allowed {
+            return Err(Rejection::new(Code::PolicyDenied, policy_message(principal, &tool, &policy.deciding))
+                .with_detail(serde_json::json!({"deciding_policies": policy.deciding, "errors": policy.errors}))
+                .into());
+        }
+        let plan = Plan::new(&tool.name, &req.arguments, principal, run);
+        let plan_hash = plan.hash()?;
+        t.plan_hash = Some(plan_hash.clone());
+        // 6. state rules (after policy: an unauthorized caller never triggers a read)
+        state_rules::check(self, principal, &tool, &req.arguments, t).await?;
+        // 7. approval level
+        let level = level::decide(&tool, &req.arguments, &req.signals);
+        t.level = Some(level.level);
+        if tool.mode == Mode::Read && level.level == ApprovalLevel::Auto {
+            if req.dry_run {
+                return Ok((Verdict::DryRun { would_reject: None }, Decision::DryRun));
+            }
+            return execute::read(self, principal, &tool, &req.arguments, t).await;
+        }
+        // 8. idempotency
+        if let Some(key) = &req.idempotency_key
+            && let Some(stored) = binding::idempotent(self, principal, key, &plan_hash, t).await?
+        {
+            return Ok(stored);
+        }
+        // 9. approval binding
+        let consume = binding::bind(self, principal, &plan, &plan_hash, &tool, &level, req, t).await?;
+        if req.dry_run {
+            return Ok((Verdict::DryRun { would_reject: None }, Decision::DryRun));
+        }
+        // 10. execute
+        execute::change(self, principal, &tool, plan, plan_hash, consume, req, t).await
+    }
+
+    fn scan(&self, tool: &ToolContract, args: &Value) -> Result<(), Rejection> {
+        let Some(scanner) = &self.scanner else { return Ok(()) };
+        for param in tool.scanned_params() {
+            if let Some(text) = args.get(param).and_then(Value::as_str) {
+                scanner.scan(param, text)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn policy_message(principal: &Principal, tool: &ToolContract, deciding: &[String]) -> String {
+    if deciding.is_empty() {
+        format!("no policy permits `{}` to call `{}` here", principal.subject, tool.name)
+    } else {
+        format!("`{}` may not call `{}` here: denied by {}", principal.subject, tool.name, deciding.join(", "))
+    }
+}
+
+pub(crate) fn elapsed_us(since: std::time::Instant) -> u64 {
+    u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
+}

@@ -1,0 +1,140 @@
+//! Gate steps 8 and 9: idempotency keys, then the approval bound to this exact plan.
+//!
+//! Step 9 only decides here; consumption happens in step 10, in the same transaction that
+//! reserves the job, so a lost race is caught atomically.
+
+use bridle_core::approval::{self, ApprovalRequest, ApprovalStatus};
+use bridle_core::audit::{AuditRecord, Decision, EventKind, Timings};
+use bridle_core::contract::ToolContract;
+use bridle_core::job::Job;
+use bridle_core::level::LevelDecision;
+use bridle_core::plan::{Plan, PlanHash};
+use bridle_core::ports::Consume;
+use bridle_core::{Code, Principal, Rejection};
+use serde_json::json;
+
+use super::trace::Trace;
+use super::{CallOutcome, CallRequest, Gate, Stop, Verdict};
+
+/// Step 8: a key already used answers from the store, refuses, or says the outcome is unknown.
+pub(super) async fn idempotent(
+    gate: &Gate,
+    principal: &Principal,
+    key: &str,
+    plan_hash: &PlanHash,
+    t: &mut Trace,
+) -> Result<Option<(Verdict, Decision)>, Stop> {
+    match gate.stores.jobs.find_by_key(&principal.tenant, &principal.subject, key).await? {
+        None => Ok(None),
+        Some(job) => stored_answer(job, plan_hash, t).map(Some),
+    }
+}
+
+/// The answer for a key held by `job`.
+pub(super) fn stored_answer(job: Job, plan_hash: &PlanHash, t: &mut Trace) -> Result<(Verdict, Decision), Stop> {
+    if &job.plan_hash != plan_hash {
+        return Err(Rejection::new(Code::IdempotencyConflict, "the idempotency key was used for another plan")
+            .with_detail(json!({"job_id": job.id}))
+            .into());
+    }
+    t.job_id = Some(job.id.clone());
+    t.approval_id.clone_from(&job.approval_id);
+    t.executor = Some(job.executor.clone());
+    let stored = job.outcome.as_ref().and_then(|o| serde_json::from_value::<CallOutcome>(o.clone()).ok());
+    match stored {
+        Some(stored) if job.status.is_final() => {
+            t.idempotent_replay = true;
+            Ok((stored.verdict, Decision::Replayed))
+        }
+        _ => Err(Rejection::new(
+            Code::OutcomeUnknown,
+            format!("job `{}` is {}; its outcome must be reconciled before anything else", job.id, job.status.as_str()),
+        )
+        .with_detail(json!({"job_id": job.id, "status": job.status.as_str()}))
+        .into()),
+    }
+}
+
+/// Step 9: which approval this call consumes (`None` when its level is `auto`).
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn bind(
+    gate: &Gate,
+    principal: &Principal,
+    plan: &Plan,
+    plan_hash: &PlanHash,
+    tool: &ToolContract,
+    level: &LevelDecision,
+    req: &CallRequest,
+    t: &mut Trace,
+) -> Result<Option<Consume>, Stop> {
+    if level.level == bridle_core::contract::ApprovalLevel::Auto {
+        return Ok(None);
+    }
+    let now = t.now;
+    let missing = if level.human_choice { Code::HumanChoiceRequired } else { Code::ApprovalRequired };
+    let ledger = &gate.stores.approvals;
+    if let Some(id) = &req.approval_id {
+        let request = ledger.get_request(&principal.tenant, id).await?;
+        t.approval_id = Some(id.clone());
+        t.approver = request.as_ref().and_then(ApprovalRequest::approvers);
+        approval::bind(id, request.as_ref(), plan_hash, level.level, now).map_err(|mut r| {
+            if r.code == Code::ApprovalRequired {
+                r.code = missing;
+            }
+            r
+        })?;
+        return Ok(Some(Consume { approval_id: id.clone(), plan_hash: plan_hash.clone(), now }));
+    }
+    let found = ledger.find_for_plan(&principal.tenant, plan_hash, now).await?.filter(|r| r.level >= level.level);
+    if let Some(r) = found {
+        t.approval_id = Some(r.id.clone());
+        if r.status == ApprovalStatus::Granted && approval::satisfies(level.level, &r.grants) {
+            t.approver = r.approvers();
+            return Ok(Some(Consume { approval_id: r.id, plan_hash: plan_hash.clone(), now }));
+        }
+        return Err(pending(missing, &r.id, level, "is waiting for a human").into());
+    }
+    if req.dry_run {
+        return Err(Rejection::new(missing, "no approval exists for this plan (a real call would request one)").into());
+    }
+    let id = uuid::Uuid::now_v7().to_string();
+    let request = ApprovalRequest::new(
+        id.clone(),
+        plan.clone(),
+        plan_hash.clone(),
+        level.level,
+        now,
+        now + gate.config.approval_ttl,
+    );
+    ledger.create_request(&request).await?;
+    gate.stores.audit.append(vec![requested_event(&request, gate.config.policy.version(), &t.call_id, tool)]).await?;
+    t.approval_id = Some(id.clone());
+    Err(pending(missing, &id, level, "was created").into())
+}
+
+fn pending(code: Code, id: &str, level: &LevelDecision, state: &str) -> Rejection {
+    Rejection::new(code, format!("approval request `{id}` {state}; retry the identical call once it is granted"))
+        .with_detail(json!({"approval_id": id, "level": level.level.as_str(), "reasons": level.reasons}))
+}
+
+fn requested_event(r: &ApprovalRequest, policy_version: &str, call_id: &str, tool: &ToolContract) -> AuditRecord {
+    AuditRecord {
+        kind: EventKind::ApprovalRequested,
+        call_id: call_id.to_owned(),
+        at: r.created_at,
+        tenant: r.tenant.clone(),
+        subject: r.requester.clone(),
+        run_id: r.plan.run_id.clone(),
+        incident: r.plan.incident.clone(),
+        tool: tool.name.clone(),
+        policy_version: policy_version.to_owned(),
+        plan_hash: Some(r.plan_hash.0.clone()),
+        executor_identity: None,
+        approval_id: Some(r.id.clone()),
+        approver: None,
+        decision: None,
+        code: None,
+        reason: Some(format!("level {}", r.level.as_str())),
+        timings: Timings::default(),
+    }
+}

@@ -1,0 +1,133 @@
+//! Gate step 10: run the call through the adapter with the tool's executor identity and timeout.
+//!
+//! Reads go straight to the adapter. Changes become jobs: reserved (consuming the approval in
+//! the same transaction), dispatched, then succeeded, failed or unknown — each transition stored
+//! before the next step. A change whose outcome is unknown is never retried automatically.
+
+use std::time::Instant;
+
+use bridle_core::audit::Decision;
+use bridle_core::contract::ToolContract;
+use bridle_core::job::{Job, JobStatus};
+use bridle_core::plan::{Plan, PlanHash};
+use bridle_core::ports::{AdapterCall, AdapterError, Consume, Reserved};
+use bridle_core::{Code, Principal, Rejection};
+use serde_json::{Value, json};
+
+use super::binding::stored_answer;
+use super::trace::Trace;
+use super::{CallRequest, Gate, Stop, Verdict, elapsed_us};
+
+/// Executes a read.
+pub(super) async fn read(
+    gate: &Gate,
+    principal: &Principal,
+    tool: &ToolContract,
+    args: &Value,
+    t: &mut Trace,
+) -> Result<(Verdict, Decision), Stop> {
+    t.executor = Some(tool.executor.clone());
+    let call = AdapterCall {
+        tool: tool.name.clone(),
+        tenant: principal.tenant.clone(),
+        arguments: args.clone(),
+        identity: tool.executor.clone(),
+        job_id: None,
+    };
+    let started = Instant::now();
+    let answer = tokio::time::timeout(tool.timeout, gate.adapter.read(&call)).await;
+    t.adapter_us += elapsed_us(started);
+    match answer {
+        Ok(Ok(result)) => Ok((Verdict::Ok { result }, Decision::Executed)),
+        Ok(Err(e)) => Err(adapter_rejection(&e).into()),
+        Err(_) => Err(timeout(tool).into()),
+    }
+}
+
+/// Reserves, dispatches and settles a change.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn change(
+    gate: &Gate,
+    principal: &Principal,
+    tool: &ToolContract,
+    plan: Plan,
+    plan_hash: PlanHash,
+    consume: Option<Consume>,
+    req: &CallRequest,
+    t: &mut Trace,
+) -> Result<(Verdict, Decision), Stop> {
+    let now = t.now;
+    let job = Job {
+        id: uuid::Uuid::now_v7().to_string(),
+        tenant: principal.tenant.clone(),
+        subject: principal.subject.clone(),
+        idempotency_key: req.idempotency_key.clone(),
+        plan,
+        plan_hash: plan_hash.clone(),
+        executor: tool.executor.clone(),
+        approval_id: consume.as_ref().map(|c| c.approval_id.clone()),
+        status: JobStatus::Reserved,
+        outcome: None,
+        created_at: now,
+        updated_at: now,
+    };
+    let jobs = &gate.stores.jobs;
+    match jobs.reserve(&job, consume.as_ref()).await? {
+        Reserved::Reserved => {}
+        Reserved::ApprovalRefused(r) => return Err(r.into()),
+        // Another call with the same key won the race between step 8 and here.
+        Reserved::KeyTaken(existing) => return stored_answer(*existing, &plan_hash, t),
+    }
+    t.job_id = Some(job.id.clone());
+    t.executor = Some(tool.executor.clone());
+    jobs.transition(&job.id, JobStatus::Reserved, JobStatus::Dispatched, None, gate.clock.now()).await?;
+    let call = AdapterCall {
+        tool: tool.name.clone(),
+        tenant: principal.tenant.clone(),
+        arguments: job.plan.arguments.clone(),
+        identity: tool.executor.clone(),
+        job_id: Some(job.id.clone()),
+    };
+    let started = Instant::now();
+    let answer = tokio::time::timeout(tool.timeout, gate.adapter.change(&call)).await;
+    t.adapter_us += elapsed_us(started);
+    let (status, verdict, decision) = match answer {
+        Ok(Ok(result)) => (JobStatus::Succeeded, Verdict::Ok { result }, Decision::Executed),
+        Ok(Err(e)) => {
+            let status = if matches!(e, AdapterError::Lost(_) | AdapterError::Timeout) {
+                JobStatus::Unknown
+            } else {
+                JobStatus::Failed
+            };
+            (status, Verdict::Rejected { rejection: adapter_rejection(&e) }, Decision::Rejected)
+        }
+        Err(_) => (JobStatus::Unknown, Verdict::Rejected { rejection: timeout(tool) }, Decision::Rejected),
+    };
+    let stored = serde_json::to_value(t.outcome(verdict.clone())).unwrap_or(Value::Null);
+    jobs.transition(&job.id, JobStatus::Dispatched, status, Some(&stored), gate.clock.now()).await?;
+    Ok((verdict, decision))
+}
+
+fn timeout(tool: &ToolContract) -> Rejection {
+    Rejection::new(
+        Code::AdapterTimeout,
+        format!("`{}` did not answer within {} ms", tool.name, tool.timeout.as_millis()),
+    )
+}
+
+fn adapter_rejection(e: &AdapterError) -> Rejection {
+    match e {
+        AdapterError::VersionChanged { expected, actual } => {
+            Rejection::new(Code::ResourceVersionChanged, format!("the target changed since the plan was made: {e}"))
+                .with_detail(json!({"expected": expected, "actual": actual}))
+        }
+        AdapterError::Timeout => Rejection::new(Code::AdapterTimeout, e.to_string()),
+        AdapterError::Lost(_) => Rejection::new(
+            Code::OutcomeUnknown,
+            format!("{e}; the change may have happened: reconcile the job before anything else"),
+        ),
+        AdapterError::Failed(_) | AdapterError::IdentityRejected(_) => {
+            Rejection::new(Code::AdapterFailed, e.to_string())
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! What one gate call collects on its way through the steps, turned into its outcome and its
+//! audit record at the end.
+
+use std::time::Instant;
+
+use bridle_core::audit::{AuditRecord, Decision, EventKind, Timings};
+use bridle_core::contract::ApprovalLevel;
+use bridle_core::plan::PlanHash;
+use bridle_core::{Principal, RunContext};
+use time::OffsetDateTime;
+
+use super::{CallOutcome, Verdict, elapsed_us};
+
+pub(crate) struct Trace {
+    pub call_id: String,
+    pub tool: String,
+    pub now: OffsetDateTime,
+    started: Instant,
+    pub plan_hash: Option<PlanHash>,
+    pub level: Option<ApprovalLevel>,
+    pub executor: Option<String>,
+    pub approval_id: Option<String>,
+    pub approver: Option<String>,
+    pub job_id: Option<String>,
+    pub policy_us: u64,
+    pub adapter_us: u64,
+    pub idempotent_replay: bool,
+}
+
+impl Trace {
+    pub fn start(now: OffsetDateTime, tool: &str) -> Self {
+        Self {
+            call_id: uuid::Uuid::now_v7().to_string(),
+            tool: tool.to_owned(),
+            now,
+            started: Instant::now(),
+            plan_hash: None,
+            level: None,
+            executor: None,
+            approval_id: None,
+            approver: None,
+            job_id: None,
+            policy_us: 0,
+            adapter_us: 0,
+            idempotent_replay: false,
+        }
+    }
+
+    pub fn outcome(&self, verdict: Verdict) -> CallOutcome {
+        CallOutcome {
+            call_id: self.call_id.clone(),
+            tool: self.tool.clone(),
+            verdict,
+            plan_hash: self.plan_hash.clone(),
+            level: self.level,
+            approval_id: self.approval_id.clone(),
+            job_id: self.job_id.clone(),
+            executor_identity: self.executor.clone(),
+            idempotent_replay: self.idempotent_replay,
+        }
+    }
+
+    pub fn record(
+        &self,
+        principal: &Principal,
+        run: &RunContext,
+        policy_version: &str,
+        decision: Decision,
+        outcome: &CallOutcome,
+    ) -> AuditRecord {
+        let rejection = match &outcome.verdict {
+            Verdict::Rejected { rejection } => Some(rejection),
+            Verdict::DryRun { would_reject } => would_reject.as_ref(),
+            Verdict::Ok { .. } => None,
+        };
+        AuditRecord {
+            kind: EventKind::ToolCall,
+            call_id: self.call_id.clone(),
+            at: self.now,
+            tenant: principal.tenant.clone(),
+            subject: principal.subject.clone(),
+            run_id: run.run_id.clone(),
+            incident: run.incident.clone(),
+            tool: self.tool.clone(),
+            policy_version: policy_version.to_owned(),
+            plan_hash: self.plan_hash.as_ref().map(|h| h.0.clone()),
+            executor_identity: self.executor.clone(),
+            approval_id: self.approval_id.clone(),
+            approver: self.approver.clone(),
+            decision: Some(decision),
+            code: rejection.map(|r| r.code.as_str().to_owned()),
+            reason: rejection.map(|r| r.message.clone()),
+            timings: Timings {
+                total_us: elapsed_us(self.started),
+                policy_us: self.policy_us,
+                adapter_us: self.adapter_us,
+            },
+        }
+    }
+}

@@ -1,0 +1,68 @@
+//! Stores: the port implementations, chosen by URL.
+//!
+//! `memory` (nothing persists), `sqlite://PATH` / `sqlite::memory:` (the embedded default, WAL).
+//! Approvals and jobs always come from one backend, because reserving a job consumes an
+//! approval in the same transaction.
+
+pub mod memory;
+pub mod sqlite;
+
+use std::sync::Arc;
+
+use bridle_core::ports::{ApprovalLedger, AuditLog, BudgetStore, DecisionLog, JobStore, StoreError};
+
+pub use memory::MemoryStore;
+pub use sqlite::SqliteStore;
+
+/// Every port a running Bridle needs, from one backend.
+#[derive(Clone)]
+pub struct Stores {
+    /// Approval ledger.
+    pub approvals: Arc<dyn ApprovalLedger>,
+    /// Jobs and idempotency keys.
+    pub jobs: Arc<dyn JobStore>,
+    /// Budget counters.
+    pub budgets: Arc<dyn BudgetStore>,
+    /// Audit log.
+    pub audit: Arc<dyn AuditLog>,
+    /// Decision log.
+    pub decisions: Arc<dyn DecisionLog>,
+    /// The URL it was opened from (`memory` for the in-memory store).
+    pub url: String,
+}
+
+impl Stores {
+    /// All ports from one backend value.
+    pub fn from_backend<S>(backend: Arc<S>, url: &str) -> Self
+    where
+        S: ApprovalLedger + JobStore + BudgetStore + AuditLog + DecisionLog + 'static,
+    {
+        Self {
+            approvals: backend.clone(),
+            jobs: backend.clone(),
+            budgets: backend.clone(),
+            audit: backend.clone(),
+            decisions: backend,
+            url: url.to_owned(),
+        }
+    }
+
+    /// A fresh in-memory store.
+    pub fn memory() -> Self {
+        Self::from_backend(Arc::new(MemoryStore::new()), "memory")
+    }
+
+    /// Opens the store a URL names: `memory`, `sqlite://PATH`, `sqlite::memory:`.
+    pub async fn open(url: &str) -> Result<Self, StoreError> {
+        if url == "memory" {
+            return Ok(Self::memory());
+        }
+        if url.starts_with("sqlite:") {
+            let store = SqliteStore::open(url).await?;
+            return Ok(Self::from_backend(Arc::new(store), url));
+        }
+        Err(StoreError::Unavailable(format!(
+            "unsupported store URL `{url}` (use `memory`, `sqlite://PATH` or `sqlite::memory:`)"
+        )))
+    }
+}

@@ -1,0 +1,286 @@
+//! In-memory store: every port behind one mutex. For tests, the demo and `sqlite::memory:`-like
+//! throwaway runs; nothing survives the process.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use bridle_core::approval::{self, ApprovalRequest, ApprovalStatus, Grant};
+use bridle_core::audit::{AuditEvent, AuditRecord};
+use bridle_core::decision::DecisionRecord;
+use bridle_core::job::{Job, JobStatus};
+use bridle_core::plan::PlanHash;
+use bridle_core::ports::{
+    ApprovalLedger, AuditLog, BudgetKind, BudgetStore, Consume, Debit, DecisionLog, JobStore, Reserved, StoreError,
+    StoreResult,
+};
+use serde_json::Value;
+use time::OffsetDateTime;
+
+#[derive(Default)]
+struct Inner {
+    approvals: BTreeMap<(String, String), ApprovalRequest>,
+    jobs: BTreeMap<String, Job>,
+    keys: HashMap<(String, String, String), String>,
+    budgets: HashMap<(String, String, BudgetKind), u64>,
+    audit: BTreeMap<String, Vec<AuditEvent>>,
+    decisions: Vec<DecisionRecord>,
+}
+
+/// All ports in memory.
+#[derive(Default)]
+pub struct MemoryStore {
+    inner: Mutex<Inner>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> StoreResult<MutexGuard<'_, Inner>> {
+        self.inner.lock().map_err(|_| StoreError::Unavailable("memory store lock poisoned".to_owned()))
+    }
+}
+
+fn key(tenant: &str, id: &str) -> (String, String) {
+    (tenant.to_owned(), id.to_owned())
+}
+
+#[async_trait]
+impl ApprovalLedger for MemoryStore {
+    async fn create_request(&self, request: &ApprovalRequest) -> StoreResult<()> {
+        let mut inner = self.lock()?;
+        if inner.approvals.keys().any(|(_, id)| id == &request.id) {
+            return Err(StoreError::Duplicate(format!("approval `{}`", request.id)));
+        }
+        inner.approvals.insert(key(&request.tenant, &request.id), request.clone());
+        Ok(())
+    }
+
+    async fn get_request(&self, tenant: &str, id: &str) -> StoreResult<Option<ApprovalRequest>> {
+        Ok(self.lock()?.approvals.get(&key(tenant, id)).cloned())
+    }
+
+    async fn find_for_plan(
+        &self,
+        tenant: &str,
+        plan_hash: &PlanHash,
+        now: OffsetDateTime,
+    ) -> StoreResult<Option<ApprovalRequest>> {
+        let inner = self.lock()?;
+        let live = |status| {
+            inner
+                .approvals
+                .values()
+                .filter(|r| r.tenant == tenant && &r.plan_hash == plan_hash && r.status == status && r.expires_at > now)
+                .min_by_key(|r| r.created_at)
+                .cloned()
+        };
+        Ok(live(ApprovalStatus::Granted).or_else(|| live(ApprovalStatus::Pending)))
+    }
+
+    async fn add_grant(
+        &self,
+        tenant: &str,
+        id: &str,
+        expected_grants: usize,
+        grant: &Grant,
+        granted: bool,
+    ) -> StoreResult<()> {
+        let mut inner = self.lock()?;
+        let r = inner
+            .approvals
+            .get_mut(&key(tenant, id))
+            .ok_or_else(|| StoreError::NotFound(format!("approval `{id}`")))?;
+        if r.status != ApprovalStatus::Pending || r.grants.len() != expected_grants {
+            return Err(StoreError::Contention(format!("approval `{id}`")));
+        }
+        r.grants.push(grant.clone());
+        if granted {
+            r.status = ApprovalStatus::Granted;
+        }
+        Ok(())
+    }
+
+    async fn reject_request(&self, tenant: &str, id: &str, _approver: &str, reason: &str) -> StoreResult<()> {
+        let mut inner = self.lock()?;
+        let r = inner
+            .approvals
+            .get_mut(&key(tenant, id))
+            .ok_or_else(|| StoreError::NotFound(format!("approval `{id}`")))?;
+        if r.status != ApprovalStatus::Pending {
+            return Err(StoreError::Contention(format!("approval `{id}`")));
+        }
+        r.status = ApprovalStatus::Rejected;
+        r.rejection_reason = Some(reason.to_owned());
+        Ok(())
+    }
+
+    async fn list_pending(&self, tenant: &str, now: OffsetDateTime) -> StoreResult<Vec<ApprovalRequest>> {
+        let inner = self.lock()?;
+        let mut out: Vec<_> = inner
+            .approvals
+            .values()
+            .filter(|r| r.tenant == tenant && r.status == ApprovalStatus::Pending && r.expires_at > now)
+            .cloned()
+            .collect();
+        out.sort_by_key(|r| r.created_at);
+        Ok(out)
+    }
+}
+
+#[async_trait]
+impl JobStore for MemoryStore {
+    async fn find_by_key(&self, tenant: &str, subject: &str, k: &str) -> StoreResult<Option<Job>> {
+        let inner = self.lock()?;
+        let id = inner.keys.get(&(tenant.to_owned(), subject.to_owned(), k.to_owned()));
+        Ok(id.and_then(|id| inner.jobs.get(id)).cloned())
+    }
+
+    async fn reserve(&self, job: &Job, consume: Option<&Consume>) -> StoreResult<Reserved> {
+        let mut inner = self.lock()?;
+        let idem = job.idempotency_key.as_ref().map(|k| (job.tenant.clone(), job.subject.clone(), k.clone()));
+        if let Some(existing) = idem.as_ref().and_then(|k| inner.keys.get(k)).and_then(|id| inner.jobs.get(id)) {
+            return Ok(Reserved::KeyTaken(Box::new(existing.clone())));
+        }
+        if inner.jobs.contains_key(&job.id) {
+            return Err(StoreError::Duplicate(format!("job `{}`", job.id)));
+        }
+        if let Some(c) = consume {
+            let slot = inner.approvals.get_mut(&key(&job.tenant, &c.approval_id));
+            let usable = slot.as_ref().is_some_and(|r| {
+                r.status == ApprovalStatus::Granted && r.plan_hash == c.plan_hash && r.expires_at > c.now
+            });
+            match slot {
+                Some(r) if usable => {
+                    r.status = ApprovalStatus::Consumed;
+                    r.consumed_by = Some(job.id.clone());
+                }
+                other => {
+                    let current = other.map(|r| &*r);
+                    let why = approval::bind(&c.approval_id, current, &c.plan_hash, job_level(current), c.now)
+                        .err()
+                        .unwrap_or_else(|| replayed(&c.approval_id));
+                    return Ok(Reserved::ApprovalRefused(why));
+                }
+            }
+        }
+        if let Some(k) = idem {
+            inner.keys.insert(k, job.id.clone());
+        }
+        inner.jobs.insert(job.id.clone(), job.clone());
+        Ok(Reserved::Reserved)
+    }
+
+    async fn transition(
+        &self,
+        id: &str,
+        from: JobStatus,
+        to: JobStatus,
+        outcome: Option<&Value>,
+        now: OffsetDateTime,
+    ) -> StoreResult<bool> {
+        let mut inner = self.lock()?;
+        match inner.jobs.get_mut(id) {
+            Some(j) if j.status == from => {
+                j.status = to;
+                if let Some(o) = outcome {
+                    j.outcome = Some(o.clone());
+                }
+                j.updated_at = now;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    async fn get_job(&self, id: &str) -> StoreResult<Option<Job>> {
+        Ok(self.lock()?.jobs.get(id).cloned())
+    }
+
+    async fn unsettled(&self) -> StoreResult<Vec<Job>> {
+        let inner = self.lock()?;
+        let mut out: Vec<_> = inner.jobs.values().filter(|j| !j.status.is_final()).cloned().collect();
+        out.sort_by_key(|j| j.created_at);
+        Ok(out)
+    }
+}
+
+/// The level to re-check a refused consumption at: the request's own.
+pub(crate) fn job_level(current: Option<&ApprovalRequest>) -> bridle_core::contract::ApprovalLevel {
+    current.map_or(bridle_core::contract::ApprovalLevel::Approval, |r| r.level)
+}
+
+/// A consumption refused although the record looked usable: another consumer won.
+pub(crate) fn replayed(id: &str) -> bridle_core::Rejection {
+    bridle_core::Rejection::new(bridle_core::Code::ApprovalReplayed, format!("approval `{id}` was already used"))
+}
+
+#[async_trait]
+impl BudgetStore for MemoryStore {
+    async fn debit(&self, tenant: &str, run_id: &str, kind: BudgetKind, amount: u64, limit: u64) -> StoreResult<Debit> {
+        let mut inner = self.lock()?;
+        let used = inner.budgets.entry((tenant.to_owned(), run_id.to_owned(), kind)).or_insert(0);
+        match used.checked_add(amount) {
+            Some(next) if next <= limit => {
+                *used = next;
+                Ok(Debit::Accepted { used: next })
+            }
+            _ => Ok(Debit::Exhausted { used: *used }),
+        }
+    }
+
+    async fn used(&self, tenant: &str, run_id: &str, kind: BudgetKind) -> StoreResult<u64> {
+        Ok(self.lock()?.budgets.get(&(tenant.to_owned(), run_id.to_owned(), kind)).copied().unwrap_or(0))
+    }
+}
+
+#[async_trait]
+impl AuditLog for MemoryStore {
+    async fn append(&self, records: Vec<AuditRecord>) -> StoreResult<Vec<AuditEvent>> {
+        let mut inner = self.lock()?;
+        let mut out = Vec::with_capacity(records.len());
+        for record in records {
+            let chain = inner.audit.entry(record.tenant.clone()).or_default();
+            let event = AuditEvent::chain(record, chain.last().map(|e| (e.seq, e.hash.as_str())));
+            chain.push(event.clone());
+            out.push(event);
+        }
+        Ok(out)
+    }
+
+    async fn tenants(&self) -> StoreResult<Vec<String>> {
+        Ok(self.lock()?.audit.keys().cloned().collect())
+    }
+
+    async fn events(&self, tenant: &str, after: u64, limit: u32) -> StoreResult<Vec<AuditEvent>> {
+        let inner = self.lock()?;
+        Ok(inner
+            .audit
+            .get(tenant)
+            .map(|c| c.iter().filter(|e| e.seq > after).take(limit as usize).cloned().collect())
+            .unwrap_or_default())
+    }
+}
+
+#[async_trait]
+impl DecisionLog for MemoryStore {
+    async fn record(&self, decision: &DecisionRecord) -> StoreResult<()> {
+        let mut inner = self.lock()?;
+        if inner.decisions.iter().any(|d| d.decision_id == decision.decision_id) {
+            return Err(StoreError::Duplicate(format!("decision `{}`", decision.decision_id)));
+        }
+        inner.decisions.push(decision.clone());
+        Ok(())
+    }
+
+    async fn recent(&self, tenant: &str, limit: u32) -> StoreResult<Vec<DecisionRecord>> {
+        let inner = self.lock()?;
+        let mut out: Vec<_> = inner.decisions.iter().filter(|d| d.tenant == tenant).cloned().collect();
+        out.sort_by_key(|d| std::cmp::Reverse(d.created_at));
+        out.truncate(limit as usize);
+        Ok(out)
+    }
+}

@@ -1,0 +1,227 @@
+//! The audit log over SQLite: per-tenant hash chains appended in one transaction per batch.
+//!
+//! Every field the hash covers is its own column and events are rebuilt from those columns
+//! alone, so an edit to any stored field breaks `verify_chain` at that row. `at` is stored as
+//! unix nanoseconds plus its UTC offset, because the hash covers its RFC 3339 text.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use bridle_core::audit::{AuditEvent, AuditRecord, Decision, EventKind, Timings};
+use bridle_core::ports::{AuditLog, StoreError, StoreResult};
+use sqlx::sqlite::SqliteRow;
+use sqlx::{Row, SqliteConnection};
+use time::UtcOffset;
+
+use super::{SqliteStore, db_err, enum_name, from_nanos, parse_enum, to_i64, to_nanos, to_u64};
+
+/// Stored columns, in insert order.
+const COLUMNS: &str = "tenant, seq, kind, call_id, at, at_offset, subject, run_id, incident, tool, \
+     policy_version, plan_hash, executor_identity, approval_id, approver, decision, code, reason, total_us, \
+     policy_us, adapter_us, prev_hash, hash";
+/// How many columns [`COLUMNS`] names.
+const WIDTH: usize = 23;
+/// Rows per INSERT statement, largest first: a batch is cut into these sizes so only a few
+/// distinct statements are ever prepared (23 × 100 parameters stays far below SQLite's limit).
+const CHUNKS: [usize; 3] = [100, 10, 1];
+
+/// An event converted to its column values.
+struct Stored<'a> {
+    event: &'a AuditEvent,
+    seq: i64,
+    kind: String,
+    at: i64,
+    at_offset: i64,
+    decision: Option<String>,
+    total_us: i64,
+    policy_us: i64,
+    adapter_us: i64,
+}
+
+impl<'a> Stored<'a> {
+    fn new(event: &'a AuditEvent) -> StoreResult<Self> {
+        let r = &event.record;
+        let what = |field: &str| format!("audit event {} of `{}` {field}", event.seq, r.tenant);
+        Ok(Self {
+            event,
+            seq: to_i64(&what("seq"), event.seq)?,
+            kind: enum_name(&what("kind"), r.kind)?,
+            at: to_nanos(&what("at"), r.at)?,
+            at_offset: i64::from(r.at.offset().whole_seconds()),
+            decision: r.decision.map(|d| enum_name(&what("decision"), d)).transpose()?,
+            total_us: to_i64(&what("total_us"), r.timings.total_us)?,
+            policy_us: to_i64(&what("policy_us"), r.timings.policy_us)?,
+            adapter_us: to_i64(&what("adapter_us"), r.timings.adapter_us)?,
+        })
+    }
+}
+
+fn insert_sql(rows: usize) -> String {
+    let one = format!("({})", vec!["?"; WIDTH].join(", "));
+    format!("INSERT INTO audit_events ({COLUMNS}) VALUES {}", vec![one; rows].join(", "))
+}
+
+async fn insert(conn: &mut SqliteConnection, rows: &[Stored<'_>]) -> StoreResult<()> {
+    let sql = insert_sql(rows.len());
+    let mut q = sqlx::query(&sql);
+    for s in rows {
+        let r = &s.event.record;
+        q = q
+            .bind(&r.tenant)
+            .bind(s.seq)
+            .bind(&s.kind)
+            .bind(&r.call_id)
+            .bind(s.at)
+            .bind(s.at_offset)
+            .bind(&r.subject)
+            .bind(&r.run_id)
+            .bind(&r.incident)
+            .bind(&r.tool)
+            .bind(&r.policy_version)
+            .bind(&r.plan_hash)
+            .bind(&r.executor_identity)
+            .bind(&r.approval_id)
+            .bind(&r.approver)
+            .bind(&s.decision)
+            .bind(&r.code)
+            .bind(&r.reason)
+            .bind(s.total_us)
+            .bind(s.policy_us)
+            .bind(s.adapter_us)
+            .bind(&s.event.prev_hash)
+            .bind(&s.event.hash);
+    }
+    q.execute(conn).await.map_err(db_err)?;
+    Ok(())
+}
+
+/// The last (seq, hash) of a tenant's chain, read inside the append transaction.
+async fn head(conn: &mut SqliteConnection, tenant: &str) -> StoreResult<Option<(u64, String)>> {
+    let row: Option<(i64, String)> =
+        sqlx::query_as("SELECT seq, hash FROM audit_events WHERE tenant = ? ORDER BY seq DESC LIMIT 1")
+            .bind(tenant)
+            .fetch_optional(conn)
+            .await
+            .map_err(db_err)?;
+    row.map(|(seq, hash)| Ok((to_u64(&format!("audit seq of `{tenant}`"), seq)?, hash))).transpose()
+}
+
+fn decode(row: &SqliteRow) -> StoreResult<AuditEvent> {
+    let tenant: String = row.try_get("tenant").map_err(db_err)?;
+    let seq = to_u64(&format!("audit seq of `{tenant}`"), row.try_get("seq").map_err(db_err)?)?;
+    let what = |field: &str| format!("audit event {seq} of `{tenant}` {field}");
+    let text = |field: &str| -> StoreResult<String> { row.try_get(field).map_err(db_err) };
+    let opt = |field: &str| -> StoreResult<Option<String>> { row.try_get(field).map_err(db_err) };
+    let count = |field: &str| -> StoreResult<u64> { to_u64(&what(field), row.try_get(field).map_err(db_err)?) };
+    let offset: i64 = row.try_get("at_offset").map_err(db_err)?;
+    let offset = i32::try_from(offset)
+        .ok()
+        .and_then(|s| UtcOffset::from_whole_seconds(s).ok())
+        .ok_or_else(|| StoreError::Corrupt(format!("{} {offset} is not an offset", what("at_offset"))))?;
+    let at = from_nanos(&what("at"), row.try_get("at").map_err(db_err)?)?
+        .checked_to_offset(offset)
+        .ok_or_else(|| StoreError::Corrupt(format!("{} is out of range", what("at"))))?;
+    let kind: EventKind = parse_enum("audit event kind", &text("kind")?)?;
+    let decision: Option<Decision> = opt("decision")?.map(|d| parse_enum("audit decision", &d)).transpose()?;
+    let record = AuditRecord {
+        kind,
+        call_id: text("call_id")?,
+        at,
+        subject: text("subject")?,
+        run_id: text("run_id")?,
+        incident: text("incident")?,
+        tool: text("tool")?,
+        policy_version: text("policy_version")?,
+        plan_hash: opt("plan_hash")?,
+        executor_identity: opt("executor_identity")?,
+        approval_id: opt("approval_id")?,
+        approver: opt("approver")?,
+        decision,
+        code: opt("code")?,
+        reason: opt("reason")?,
+        timings: Timings {
+            total_us: count("total_us")?,
+            policy_us: count("policy_us")?,
+            adapter_us: count("adapter_us")?,
+        },
+        tenant: tenant.clone(),
+    };
+    Ok(AuditEvent { seq, record, prev_hash: text("prev_hash")?, hash: text("hash")? })
+}
+
+#[async_trait]
+impl AuditLog for SqliteStore {
+    async fn append(&self, records: Vec<AuditRecord>) -> StoreResult<Vec<AuditEvent>> {
+        if records.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut tx = self.write_tx().await?;
+        // INVARIANT: heads are read under the write lock, so no other append interleaves.
+        let mut heads: HashMap<String, Option<(u64, String)>> = HashMap::new();
+        let mut events = Vec::with_capacity(records.len());
+        for record in records {
+            if !heads.contains_key(&record.tenant) {
+                let last = head(&mut tx, &record.tenant).await?;
+                heads.insert(record.tenant.clone(), last);
+            }
+            let prev = heads.get(&record.tenant).and_then(Option::as_ref).map(|(s, h)| (*s, h.as_str()));
+            let event = AuditEvent::chain(record, prev);
+            heads.insert(event.record.tenant.clone(), Some((event.seq, event.hash.clone())));
+            events.push(event);
+        }
+        let stored = events.iter().map(Stored::new).collect::<StoreResult<Vec<_>>>()?;
+        let mut rest = stored.as_slice();
+        for size in CHUNKS {
+            while rest.len() >= size {
+                let (chunk, tail) = rest.split_at(size);
+                insert(&mut tx, chunk).await?;
+                rest = tail;
+            }
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(events)
+    }
+
+    async fn tenants(&self) -> StoreResult<Vec<String>> {
+        // A skip-scan over the primary key: one index probe per tenant, not one per event.
+        let tenants: Vec<String> = sqlx::query_scalar(
+            "WITH RECURSIVE t(tenant) AS (
+                 SELECT MIN(tenant) FROM audit_events
+                 UNION ALL
+                 SELECT (SELECT MIN(tenant) FROM audit_events WHERE tenant > t.tenant) FROM t
+                 WHERE t.tenant IS NOT NULL
+             )
+             SELECT tenant FROM t WHERE tenant IS NOT NULL",
+        )
+        .fetch_all(&self.reader)
+        .await
+        .map_err(db_err)?;
+        Ok(tenants)
+    }
+
+    async fn events(&self, tenant: &str, after: u64, limit: u32) -> StoreResult<Vec<AuditEvent>> {
+        // Past the largest storable seq there is nothing to return.
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        let sql = format!("SELECT {COLUMNS} FROM audit_events WHERE tenant = ? AND seq > ? ORDER BY seq LIMIT ?");
+        let rows = sqlx::query(&sql)
+            .bind(tenant)
+            .bind(after)
+            .bind(i64::from(limit))
+            .fetch_all(&self.reader)
+            .await
+            .map_err(db_err)?;
+        rows.iter().map(decode).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insert_statement_has_one_placeholder_per_column() {
+        assert_eq!(COLUMNS.split(", ").count(), WIDTH);
+        let sql = insert_sql(3);
+        assert_eq!(sql.matches('?').count(), 3 * WIDTH);
+    }
+}

@@ -1,0 +1,66 @@
+//! Embedded schema migrations: applies each SQL file of `migrations/sqlite/` once, in order.
+//!
+//! Applied versions are recorded in `schema_migrations`, so reopening a database is a no-op;
+//! a database written by a newer build (an unknown version) is refused rather than guessed at.
+
+use bridle_core::ports::{StoreError, StoreResult};
+use sqlx::SqlitePool;
+
+use super::db_err;
+
+/// One migration: version, name, SQL.
+struct Migration {
+    version: i64,
+    name: &'static str,
+    sql: &'static str,
+}
+
+/// Every migration, oldest first. Never edit a shipped one; append a new file instead.
+const MIGRATIONS: &[Migration] =
+    &[Migration { version: 1, name: "init", sql: include_str!("../../../migrations/sqlite/0001_init.sql") }];
+
+const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    INTEGER NOT NULL PRIMARY KEY,
+    name       TEXT    NOT NULL,
+    applied_at TEXT    NOT NULL
+) STRICT";
+
+/// Brings the schema up to date through the writer connection.
+pub(super) async fn run(writer: &SqlitePool) -> StoreResult<()> {
+    sqlx::query(CREATE_TABLE).execute(writer).await.map_err(db_err)?;
+    let newest: Option<i64> =
+        sqlx::query_scalar("SELECT MAX(version) FROM schema_migrations").fetch_one(writer).await.map_err(db_err)?;
+    let known = MIGRATIONS.iter().map(|m| m.version).max().unwrap_or(0);
+    if let Some(v) = newest.filter(|v| *v > known) {
+        return Err(StoreError::Unavailable(format!(
+            "database schema version {v} is newer than this build knows ({known}); upgrade Bridle"
+        )));
+    }
+    for m in MIGRATIONS {
+        // Each migration and its record commit together; a concurrent opener that applied it
+        // first is seen under the write lock and skipped.
+        let mut tx = writer.begin_with("BEGIN IMMEDIATE").await.map_err(db_err)?;
+        let done: Option<i64> = sqlx::query_scalar("SELECT version FROM schema_migrations WHERE version = ?")
+            .bind(m.version)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        if done.is_none() {
+            sqlx::raw_sql(m.sql)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| StoreError::Unavailable(format!("migration {} `{}` failed: {e}", m.version, m.name)))?;
+            sqlx::query(
+                "INSERT INTO schema_migrations (version, name, applied_at)
+                 VALUES (?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
+            )
+            .bind(m.version)
+            .bind(m.name)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
+        tx.commit().await.map_err(db_err)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,13 @@
+//! The integration tests of `bridle-runtime`, as one binary (`tests/suite/` holds the modules).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+
+mod suite {
+    mod approvals;
+    mod codes;
+    mod demo;
+    mod gate_matrix;
+    mod idempotency;
+    mod race;
+    mod store_contract;
+    mod support;
+}
