@@ -3,6 +3,7 @@
 
 mod suite {
     mod config;
+    mod laws;
     mod policy;
     mod support;
 }

@@ -1,4 +1,9 @@
-//! Reading the audit log back: chain verification and export, page by page.
+//! The audit log at run time: group commit for appends, and reading it back (chain
+//! verification and export, page by page).
+
+mod batch;
+
+pub use batch::BatchingAuditLog;
 
 use bridle_core::audit::{AuditEvent, BrokenLink, ChainVerifier};
 use bridle_core::ports::{AuditLog, StoreResult};

@@ -47,6 +47,14 @@ impl Stores {
         }
     }
 
+    /// The same stores with audit appends group-committed (at most `max_batch` per commit).
+    /// Needs a running tokio runtime.
+    #[must_use]
+    pub fn with_batched_audit(mut self, max_batch: usize) -> Self {
+        self.audit = Arc::new(crate::audit::BatchingAuditLog::start(self.audit, max_batch));
+        self
+    }
+
     /// A fresh in-memory store.
     pub fn memory() -> Self {
         Self::from_backend(Arc::new(MemoryStore::new()), "memory")

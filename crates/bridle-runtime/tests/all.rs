@@ -7,6 +7,7 @@ mod suite {
     mod demo;
     mod gate_matrix;
     mod idempotency;
+    mod laws;
     mod race;
     mod store_contract;
     mod support;

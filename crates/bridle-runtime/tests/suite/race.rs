@@ -52,3 +52,31 @@ async fn thirty_two_calls_race_one_approval_on_sqlite() {
 async fn thirty_two_identical_calls_race_the_approval_found_by_plan_hash() {
     race(false).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn batched_audit_keeps_one_event_per_call_and_an_intact_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("bridle.db").display());
+    let stores = bridle_runtime::store::Stores::open(&url).await.unwrap().with_batched_audit(256);
+    let h = Arc::new(H::new(bridle_runtime::bundled::checkout().unwrap(), stores));
+    let mut tasks = Vec::new();
+    for i in 0..200 {
+        let h = h.clone();
+        tasks.push(tokio::spawn(async move {
+            let service = if i % 5 == 0 { "payments" } else { "checkout" };
+            let call = CallRequest::new("get_service_snapshot", json!({"service": service}));
+            h.gate.call(&h.who("requester-1"), &run(), &call).await.unwrap().code()
+        }));
+    }
+    let mut denied = 0;
+    for t in tasks {
+        if t.await.unwrap() == Some(Code::PolicyDenied) {
+            denied += 1;
+        }
+    }
+    assert_eq!(denied, 40);
+    let events = h.tool_calls().await;
+    assert_eq!(events.len(), 200);
+    let report = bridle_runtime::audit::verify(h.gate.stores().audit.as_ref()).await.unwrap();
+    assert!(report.ok(), "{report:?}");
+}

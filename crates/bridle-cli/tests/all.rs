@@ -1,0 +1,6 @@
+//! The `bridle` binary, run as a user would.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+
+mod suite {
+    mod commands;
+}

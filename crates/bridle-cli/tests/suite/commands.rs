@@ -1,0 +1,86 @@
+//! Commands end to end: output, exit codes, error listings.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn bridle(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bridle"))
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("BRIDLE_CONFIG")
+        .env_remove("BRIDLE_STORE_URL")
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn demo_prints_seed_004_and_exits_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = bridle(&["demo"], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.starts_with("read: ok replicas=2 resource_version=7\n"), "{stdout}");
+    assert!(stdout.ends_with("audit_events=12 executed=2 rejected=10\nassertions=passed\n"), "{stdout}");
+    assert_eq!(stdout.lines().count(), 15);
+}
+
+#[test]
+fn demo_on_a_sqlite_file_then_audit_verify_and_export() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("d.db").display());
+    assert!(bridle(&["demo", "--db", &db], dir.path()).status.success());
+    let verify = bridle(&["audit", "verify", "--db", &db], dir.path());
+    assert!(verify.status.success(), "{}", text(&verify.stderr));
+    assert!(text(&verify.stdout).starts_with("tenant-a: ok ("), "{}", text(&verify.stdout));
+    let export = bridle(&["audit", "export", "--db", &db], dir.path());
+    let lines = text(&export.stdout);
+    let tool_calls = lines.lines().filter(|l| l.contains("\"kind\":\"tool_call\"")).count();
+    assert_eq!(tool_calls, 12);
+    let again = bridle(&["demo", "--db", &db], dir.path());
+    assert!(!again.status.success());
+    assert!(text(&again.stderr).contains("fresh database"), "{}", text(&again.stderr));
+}
+
+#[test]
+fn validate_lists_every_error_and_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/checkout");
+    for sub in ["schemas", "policies"] {
+        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+        for f in std::fs::read_dir(example.join(sub)).unwrap() {
+            let f = f.unwrap();
+            std::fs::copy(f.path(), dir.path().join(sub).join(f.file_name())).unwrap();
+        }
+    }
+    let toml = std::fs::read_to_string(example.join("bridle.toml")).unwrap();
+    let broken = toml
+        .replace("min = 1\nmax = 5", "min = 9\nmax = 5")
+        .replace("executor = \"reader-identity\"", "executor = \"nobody\"")
+        .replace("schemas/scale_replicas.json", "schemas/missing.json");
+    std::fs::write(dir.path().join("bridle.toml"), broken).unwrap();
+    std::fs::write(dir.path().join("policies/tenancy.cedar"), b"permit (principal, action, resource) when { \xff };").unwrap();
+    let out = bridle(&["validate", "--config", "bridle.toml", "--json"], dir.path());
+    assert!(!out.status.success());
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["valid"], false);
+    let all = report["errors"].to_string();
+    for needle in ["no executor `nobody`", "missing.json", "not UTF-8"] {
+        assert!(all.contains(needle), "{needle}: {all}");
+    }
+    assert!(report["errors"].as_array().unwrap().len() >= 3);
+    let ok = bridle(&["validate"], dir.path());
+    assert!(ok.status.success());
+    assert!(text(&ok.stdout).contains("bundled default: valid (2 tools"));
+}
+
+#[test]
+fn a_bad_store_url_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = bridle(&["audit", "verify", "--db", "mysql://nope"], dir.path());
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("unsupported store URL"), "{}", text(&out.stderr));
+}

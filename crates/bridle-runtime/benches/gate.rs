@@ -1,0 +1,358 @@
+//! Gate benchmarks: a read call and an approved change call through the whole gate, in memory and
+//! on SQLite, the parts of a read call alone (Cedar, JSON Schema, plan hash, audit chain link),
+//! and the throughput of durable audited decisions on SQLite with and without group commit.
+//!
+//! `cargo bench -p bridle-runtime --bench gate` runs everything; a filter (`-- gate/read`) runs
+//! the matching benchmarks. Without a filter, or with one containing `latency`, the run ends with
+//! a per-call latency distribution (p50/p90/p99) measured call by call, which criterion's
+//! per-sample means do not show. BENCHMARKS.md holds the figures and what they mean.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use bridle_core::audit::{AuditEvent, AuditRecord, Decision, EventKind, Timings};
+use bridle_core::config::Config;
+use bridle_core::contract::ApprovalLevel;
+use bridle_core::plan::Plan;
+use bridle_core::ports::SystemClock;
+use bridle_core::{Code, Principal, RunContext};
+use bridle_runtime::adapter::MemoryAdapter;
+use bridle_runtime::approvals::ApprovalDraft;
+use bridle_runtime::gate::{CallRequest, Gate, Verdict};
+use bridle_runtime::store::Stores;
+use criterion::{BenchmarkGroup, Criterion, Throughput, measurement::WallTime};
+use serde_json::{Value, json};
+use tokio::runtime::Runtime;
+
+/// Concurrent callers in the throughput benchmarks.
+const TASKS: u64 = 128;
+/// Largest batch the group-committing audit writer commits at once.
+const MAX_BATCH: usize = 512;
+/// One call in this many of the throughput mix is denied by policy.
+const DENY_EVERY: u64 = 8;
+
+/// A gate over the bundled checkout configuration, the memory adapter and the system clock.
+struct Fixture {
+    gate: Gate,
+    adapter: Arc<MemoryAdapter>,
+    config: Arc<Config>,
+    requester: Principal,
+    operator: Principal,
+    run: RunContext,
+}
+
+impl Fixture {
+    fn new(stores: Stores) -> Self {
+        static CONFIG: OnceLock<Arc<Config>> = OnceLock::new();
+        let config = CONFIG.get_or_init(|| Arc::new(bridle_runtime::bundled::checkout().unwrap())).clone();
+        let adapter = Arc::new(MemoryAdapter::from_config(&config));
+        let gate = Gate::new(config.clone(), stores, adapter.clone(), Arc::new(SystemClock));
+        Self {
+            requester: config.principals["requester-1"].clone(),
+            operator: config.principals["operator-2"].clone(),
+            run: RunContext::new("run-101", "inc-42"),
+            gate,
+            adapter,
+            config,
+        }
+    }
+
+    /// The checkout service's current `resource_version` in the memory adapter.
+    fn version(&self) -> i64 {
+        self.adapter.snapshot("tenant-a", "checkout").unwrap()["resource_version"].as_i64().unwrap()
+    }
+
+    /// `n` granted approvals of `scale_replicas` for the next `n` resource versions, as the
+    /// calls that use them (in order).
+    async fn approved_changes(&self, n: u64) -> Vec<CallRequest> {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let first = self.version();
+        let expires_at = time::OffsetDateTime::now_utc() + time::Duration::hours(1);
+        let mut calls = Vec::new();
+        for i in 0..n {
+            let version = first + i64::try_from(i).unwrap();
+            let args = json!({"service": "checkout", "replicas": 3, "resource_version": version});
+            let id = format!("bench-{}", NEXT.fetch_add(1, Ordering::Relaxed));
+            let draft = ApprovalDraft {
+                id: &id,
+                tool: "scale_replicas",
+                arguments: &args,
+                level: ApprovalLevel::Approval,
+                expires_at,
+            };
+            self.gate.request_approval(&self.requester, &self.run, &draft).await.unwrap();
+            self.gate.grant(&self.operator, &id).await.unwrap();
+            calls.push(CallRequest::new("scale_replicas", args).with_approval(&id));
+        }
+        calls
+    }
+}
+
+fn read_request() -> CallRequest {
+    CallRequest::new("get_service_snapshot", json!({"service": "checkout"}))
+}
+
+/// A read of a service the requester does not hold: denied by policy (no permit applies).
+fn denied_request() -> CallRequest {
+    CallRequest::new("get_service_snapshot", json!({"service": "payments"}))
+}
+
+fn current_thread() -> Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+}
+
+fn multi_thread() -> Runtime {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap()
+}
+
+/// Where SQLite databases go: `BRIDLE_BENCH_DIR`, else cargo's scratch dir under `target/`
+/// (a real disk, so commits pay what they would in production; `/tmp` may be a tmpfs).
+fn scratch() -> tempfile::TempDir {
+    let base =
+        std::env::var_os("BRIDLE_BENCH_DIR").map_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")), PathBuf::from);
+    std::fs::create_dir_all(&base).unwrap();
+    tempfile::tempdir_in(base).unwrap()
+}
+
+async fn sqlite(dir: &tempfile::TempDir, name: &str) -> Stores {
+    Stores::open(&format!("sqlite://{}", dir.path().join(name).display())).await.unwrap()
+}
+
+fn expect_ok(verdict: &Verdict) {
+    assert!(matches!(verdict, Verdict::Ok { .. }), "expected an executed call, got {verdict:?}");
+}
+
+/// Sequential read calls: each one waits for its own audit append (and, on SQLite, its commit).
+fn read_calls(group: &mut BenchmarkGroup<'_, WallTime>, name: &str, rt: &Runtime, f: &Fixture) {
+    let req = read_request();
+    rt.block_on(async { expect_ok(&f.gate.call(&f.requester, &f.run, &req).await.unwrap().verdict) });
+    group.bench_function(name, |b| {
+        b.iter_custom(|iters| {
+            rt.block_on(async {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    black_box(f.gate.call(&f.requester, &f.run, black_box(&req)).await.unwrap());
+                }
+                start.elapsed()
+            })
+        });
+    });
+}
+
+/// Sequential approved change calls; the approvals they consume are created and granted
+/// beforehand, outside the timed section. `fresh` gives each batch a fixture of its own.
+fn change_calls(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    name: &str,
+    rt: &Runtime,
+    fixture: &dyn Fn() -> Arc<Fixture>,
+) {
+    group.bench_function(name, |b| {
+        b.iter_custom(|iters| {
+            rt.block_on(async {
+                let f = fixture();
+                let calls = f.approved_changes(iters).await;
+                let start = Instant::now();
+                for req in &calls {
+                    let out = f.gate.call(&f.requester, &f.run, req).await.unwrap();
+                    expect_ok(&out.verdict);
+                    black_box(out);
+                }
+                start.elapsed()
+            })
+        });
+    });
+}
+
+fn gate_memory(c: &mut Criterion) {
+    let rt = current_thread();
+    let mut group = c.benchmark_group("gate");
+    group.sample_size(40).measurement_time(Duration::from_secs(4)).warm_up_time(Duration::from_secs(1));
+    let f = Fixture::new(Stores::memory());
+    read_calls(&mut group, "read/memory", &rt, &f);
+    change_calls(&mut group, "change/memory", &rt, &|| Arc::new(Fixture::new(Stores::memory())));
+    group.finish();
+}
+
+fn gate_sqlite(c: &mut Criterion) {
+    let rt = current_thread();
+    let dir = scratch();
+    let mut group = c.benchmark_group("gate");
+    group.sample_size(30).measurement_time(Duration::from_secs(5)).warm_up_time(Duration::from_secs(1));
+    let reads = Fixture::new(rt.block_on(sqlite(&dir, "read.db")));
+    read_calls(&mut group, "read/sqlite", &rt, &reads);
+    let changes = Arc::new(Fixture::new(rt.block_on(sqlite(&dir, "change.db"))));
+    change_calls(&mut group, "change/sqlite", &rt, &|| changes.clone());
+    group.finish();
+}
+
+/// The parts of a read call, each alone: Cedar's share, the contract, the plan hash, and the
+/// audit record's chain link (canonical JSON + SHA-256).
+fn parts(c: &mut Criterion) {
+    let f = Fixture::new(Stores::memory());
+    let tool = f.config.registry.get("get_service_snapshot").unwrap().clone();
+    let args = json!({"service": "checkout"});
+    let mut group = c.benchmark_group("parts");
+    group.sample_size(50).measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
+    assert!(f.config.policy.authorize(&f.requester, &tool, &args).allowed);
+    group.bench_function("policy/authorize", |b| {
+        b.iter(|| black_box(f.config.policy.authorize(black_box(&f.requester), &tool, black_box(&args))));
+    });
+    group.bench_function("contract/check_arguments", |b| {
+        b.iter(|| black_box(tool.check_arguments(black_box(&args)).unwrap()));
+    });
+    group.bench_function("plan/hash", |b| {
+        b.iter(|| black_box(Plan::new(&tool.name, black_box(&args), &f.requester, &f.run).hash().unwrap()));
+    });
+    let record = read_record(&f);
+    let prev = AuditEvent::chain(record.clone(), None);
+    group.bench_function("audit/chain_link", |b| {
+        b.iter(|| black_box(AuditEvent::chain(black_box(record.clone()), Some((prev.seq, prev.hash.as_str())))));
+    });
+    group.finish();
+}
+
+/// An audit record shaped like a read call's.
+fn read_record(f: &Fixture) -> AuditRecord {
+    let plan = Plan::new("get_service_snapshot", &json!({"service": "checkout"}), &f.requester, &f.run);
+    AuditRecord {
+        kind: EventKind::ToolCall,
+        call_id: uuid::Uuid::now_v7().to_string(),
+        at: time::OffsetDateTime::now_utc(),
+        tenant: f.requester.tenant.clone(),
+        subject: f.requester.subject.clone(),
+        run_id: f.run.run_id.clone(),
+        incident: f.run.incident.clone(),
+        tool: plan.tool.clone(),
+        policy_version: f.config.policy.version().to_owned(),
+        plan_hash: Some(plan.hash().unwrap().0),
+        executor_identity: Some("reader-identity".to_owned()),
+        approval_id: None,
+        approver: None,
+        decision: Some(Decision::Executed),
+        code: None,
+        reason: None,
+        timings: Timings { total_us: 14, policy_us: 6, adapter_us: 1 },
+    }
+}
+
+/// `TASKS` concurrent callers share `iters` calls; one in `DENY_EVERY` is denied by policy.
+async fn concurrent_calls(f: &Arc<Fixture>, iters: u64) -> Duration {
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for task in 0..TASKS {
+        let n = iters / TASKS + u64::from(task < iters % TASKS);
+        let f = f.clone();
+        tasks.push(tokio::spawn(async move {
+            let (read, denied) = (read_request(), denied_request());
+            for i in 0..n {
+                let req = if (task + i) % DENY_EVERY == 0 { &denied } else { &read };
+                black_box(f.gate.call(&f.requester, &f.run, req).await.unwrap());
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    start.elapsed()
+}
+
+fn throughput(c: &mut Criterion) {
+    let rt = multi_thread();
+    let dir = scratch();
+    let mut group = c.benchmark_group("throughput");
+    group.sample_size(20).measurement_time(Duration::from_secs(5)).warm_up_time(Duration::from_secs(1));
+    group.throughput(Throughput::Elements(1));
+    let batched = rt.block_on(async {
+        let f = Fixture::new(sqlite(&dir, "batched.db").await.with_batched_audit(MAX_BATCH));
+        let out = f.gate.call(&f.requester, &f.run, &denied_request()).await.unwrap();
+        assert_eq!(out.code(), Some(Code::PolicyDenied));
+        Arc::new(f)
+    });
+    group.bench_function("sqlite/batched", |b| b.iter_custom(|iters| rt.block_on(concurrent_calls(&batched, iters))));
+    let unbatched = rt.block_on(async { Arc::new(Fixture::new(sqlite(&dir, "unbatched.db").await)) });
+    group.bench_function("sqlite/unbatched", |b| {
+        b.iter_custom(|iters| rt.block_on(concurrent_calls(&unbatched, iters)));
+    });
+    let memory = Arc::new(Fixture::new(Stores::memory()));
+    group.bench_function("memory", |b| b.iter_custom(|iters| rt.block_on(concurrent_calls(&memory, iters))));
+    group.finish();
+    for (name, f) in [("sqlite/batched", &batched), ("sqlite/unbatched", &unbatched)] {
+        let report = rt.block_on(bridle_runtime::audit::verify(f.gate.stores().audit.as_ref())).unwrap();
+        assert!(report.ok(), "{name}: audit chain broken: {:?}", report.broken);
+    }
+}
+
+/// Per-call latencies of `n` calls, timed one by one, as (p50, p90, p99, max).
+fn distribution(mut samples: Vec<Duration>) -> [Duration; 4] {
+    samples.sort_unstable();
+    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
+    [at(0.5), at(0.9), at(0.99), at(1.0)]
+}
+
+fn print_distribution(name: &str, samples: Vec<Duration>) {
+    let n = samples.len();
+    let [p50, p90, p99, max] = distribution(samples);
+    println!("latency/{name:<14} n={n:<6} p50 {p50:>10.2?}  p90 {p90:>10.2?}  p99 {p99:>10.2?}  max {max:>10.2?}");
+}
+
+async fn timed_reads(f: &Fixture, n: usize) -> Vec<Duration> {
+    let req = read_request();
+    for _ in 0..n / 10 {
+        f.gate.call(&f.requester, &f.run, &req).await.unwrap();
+    }
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let start = Instant::now();
+        black_box(f.gate.call(&f.requester, &f.run, &req).await.unwrap());
+        out.push(start.elapsed());
+    }
+    out
+}
+
+async fn timed_changes(f: &Fixture, n: u64) -> Vec<Duration> {
+    let calls = f.approved_changes(n).await;
+    let mut out = Vec::with_capacity(calls.len());
+    for req in &calls {
+        let start = Instant::now();
+        let outcome = f.gate.call(&f.requester, &f.run, req).await.unwrap();
+        out.push(start.elapsed());
+        expect_ok(&outcome.verdict);
+    }
+    out
+}
+
+/// Call-by-call latency distributions (criterion reports per-sample means).
+fn latency() {
+    let rt = current_thread();
+    let dir = scratch();
+    rt.block_on(async {
+        print_distribution("read/memory", timed_reads(&Fixture::new(Stores::memory()), 50_000).await);
+        print_distribution("change/memory", timed_changes(&Fixture::new(Stores::memory()), 5_000).await);
+        print_distribution("read/sqlite", timed_reads(&Fixture::new(sqlite(&dir, "lat-read.db").await), 10_000).await);
+        let f = Fixture::new(sqlite(&dir, "lat-change.db").await);
+        print_distribution("change/sqlite", timed_changes(&f, 2_000).await);
+    });
+}
+
+/// Whether the command line names no filter, or one containing `latency`.
+fn wants_latency() -> bool {
+    let filters: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    !std::env::args().any(|a| a == "--list") && (filters.is_empty() || filters.iter().any(|f| f.contains("latency")))
+}
+
+fn main() {
+    let mut c = Criterion::default().configure_from_args();
+    parts(&mut c);
+    gate_memory(&mut c);
+    gate_sqlite(&mut c);
+    throughput(&mut c);
+    c.final_summary();
+    if wants_latency() {
+        latency();
+    }
+}
