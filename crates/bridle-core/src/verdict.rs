@@ -35,3 +35,12 @@ impl std::fmt::Display for Rejection {
         write!(f, "{}: {}", self.code, self.message)
     }
 }
+
+/// `text` cut to at most `max_chars` characters (with `…` when cut), so user-supplied text never
+/// floods a message or an audit record.
+pub fn clip(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((cut, _)) => format!("{}…", text.get(..cut).unwrap_or_default()),
+        None => text.to_owned(),
+    }
+}

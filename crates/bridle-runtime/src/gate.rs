@@ -37,7 +37,9 @@ pub struct CallRequest {
     /// Approval to use; without one, an approval for the exact plan is looked up.
     #[serde(default)]
     pub approval_id: Option<String>,
-    /// Client idempotency key, unique per tenant and subject.
+    /// Client idempotency key, unique per tenant and subject. It applies to calls that become
+    /// jobs (changes, and reads escalated to approval); an automatic read has no side effect and
+    /// simply runs again.
     #[serde(default)]
     pub idempotency_key: Option<String>,
     /// Confidence, candidates and taint from the proposing agent.
@@ -250,7 +252,7 @@ impl Gate {
             .registry
             .get(&req.tool)
             .cloned()
-            .ok_or_else(|| Rejection::new(Code::UnknownTool, format!("no tool `{}` is registered", req.tool)))?;
+            .ok_or_else(|| Rejection::new(Code::UnknownTool, format!("no tool `{}` is registered", t.tool)))?;
         tool.check_arguments(&req.arguments)?;
         // 4. guard
         self.scan(&tool, &req.arguments)?;

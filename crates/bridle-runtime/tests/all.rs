@@ -3,6 +3,7 @@
 
 mod suite {
     mod approvals;
+    mod bad_input;
     mod codes;
     mod demo;
     mod gate_matrix;

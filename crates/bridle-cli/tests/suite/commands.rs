@@ -62,7 +62,8 @@ fn validate_lists_every_error_and_fails() {
         .replace("executor = \"reader-identity\"", "executor = \"nobody\"")
         .replace("schemas/scale_replicas.json", "schemas/missing.json");
     std::fs::write(dir.path().join("bridle.toml"), broken).unwrap();
-    std::fs::write(dir.path().join("policies/tenancy.cedar"), b"permit (principal, action, resource) when { \xff };").unwrap();
+    std::fs::write(dir.path().join("policies/tenancy.cedar"), b"permit (principal, action, resource) when { \xff };")
+        .unwrap();
     let out = bridle(&["validate", "--config", "bridle.toml", "--json"], dir.path());
     assert!(!out.status.success());
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -73,11 +73,18 @@ impl CompiledSchema {
             .map(|e| {
                 let at = e.instance_path().to_string();
                 let at = if at.is_empty() { "/".to_owned() } else { at };
-                format!("at `{at}`: {e}")
+                clip(&format!("at `{at}`: {}", e.masked()))
             })
             .collect();
         Err(Rejection::new(Code::SchemaRejected, problems.join("; ")))
     }
+}
+
+/// Longest schema problem kept in a message: user text never floods an audit record.
+const MAX_PROBLEM_CHARS: usize = 240;
+
+fn clip(text: &str) -> String {
+    crate::verdict::clip(text, MAX_PROBLEM_CHARS)
 }
 
 /// Walks every subschema that describes objects and records those that are open.
@@ -151,6 +158,16 @@ mod tests {
         assert_eq!(r.map(|r| r.code), Some(Code::SchemaRejected));
         assert!(s.check(&json!({"service": 3})).is_err());
         assert!(s.check(&json!([])).is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn problems_never_echo_huge_input() -> Result<(), String> {
+        let s = CompiledSchema::compile(json!({"type": "object", "additionalProperties": false, "properties": {}}))
+            .map_err(|e| format!("{e:?}"))?;
+        let key = "k".repeat(100_000);
+        let r = s.check(&json!({ key: "v".repeat(100_000) })).err().ok_or("accepted")?;
+        assert!(r.message.chars().count() < 2_000, "{}", r.message.len());
         Ok(())
     }
 

@@ -24,7 +24,8 @@ static ENGINES: std::sync::LazyLock<Engines> = std::sync::LazyLock::new(|| {
     let c = &*CHECKOUT;
     let schema = read_example("policies/bridle.cedarschema").unwrap();
     let permit_all = PolicySource { name: "p".into(), text: "permit (principal, action, resource);".into() };
-    let forbid_all = PolicySource { name: "f".into(), text: "@id(\"stop\") forbid (principal, action, resource);".into() };
+    let forbid_all =
+        PolicySource { name: "f".into(), text: "@id(\"stop\") forbid (principal, action, resource);".into() };
     Engines {
         none: PolicyEngine::load(&schema, &[], &c.registry, None).unwrap(),
         open: PolicyEngine::load(&schema, std::slice::from_ref(&permit_all), &c.registry, None).unwrap(),
@@ -37,7 +38,8 @@ fn approved(args: &Value) -> ApprovalRequest {
     let plan = Plan::new("scale_replicas", args, &p, &RunContext::new("run-101", "inc-42"));
     let hash = plan.hash().unwrap();
     let now = datetime!(2026-01-01 00:00 UTC);
-    let mut r = ApprovalRequest::new("a-1".into(), plan, hash, ApprovalLevel::Approval, now, now + time::Duration::hours(1));
+    let mut r =
+        ApprovalRequest::new("a-1".into(), plan, hash, ApprovalLevel::Approval, now, now + time::Duration::hours(1));
     r.status = ApprovalStatus::Granted;
     r.grants.push(Grant { approver: "operator-2".into(), sign_off: false, at: now });
     r

@@ -7,7 +7,7 @@
 use std::time::Instant;
 
 use bridle_core::audit::Decision;
-use bridle_core::contract::ToolContract;
+use bridle_core::contract::{Mode, ToolContract};
 use bridle_core::job::{Job, JobStatus};
 use bridle_core::plan::{Plan, PlanHash};
 use bridle_core::ports::{AdapterCall, AdapterError, Consume, Reserved};
@@ -44,7 +44,7 @@ pub(super) async fn read(
     }
 }
 
-/// Reserves, dispatches and settles a change.
+/// Reserves, dispatches and settles a change (or a read that needed approval).
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn change(
     gate: &Gate,
@@ -89,7 +89,11 @@ pub(super) async fn change(
         job_id: Some(job.id.clone()),
     };
     let started = Instant::now();
-    let answer = tokio::time::timeout(tool.timeout, gate.adapter.change(&call)).await;
+    // A read escalated to approval runs as a job too, but still through the read entry point.
+    let answer = match tool.mode {
+        Mode::Change => tokio::time::timeout(tool.timeout, gate.adapter.change(&call)).await,
+        Mode::Read => tokio::time::timeout(tool.timeout, gate.adapter.read(&call)).await,
+    };
     t.adapter_us += elapsed_us(started);
     let (status, verdict, decision) = match answer {
         Ok(Ok(result)) => (JobStatus::Succeeded, Verdict::Ok { result }, Decision::Executed),

@@ -31,7 +31,8 @@ impl Trace {
     pub fn start(now: OffsetDateTime, tool: &str) -> Self {
         Self {
             call_id: uuid::Uuid::now_v7().to_string(),
-            tool: tool.to_owned(),
+            // Registered names are at most 64 characters; anything longer is unknown anyway.
+            tool: bridle_core::verdict::clip(tool, 64),
             now,
             started: Instant::now(),
             plan_hash: None,

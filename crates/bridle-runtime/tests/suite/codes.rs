@@ -141,3 +141,19 @@ async fn adapter_failures_have_their_codes() {
     let job = h.gate.stores().jobs.get_job(out.job_id.as_deref().unwrap()).await.unwrap().unwrap();
     assert_eq!(job.status, bridle_core::job::JobStatus::Unknown, "a change that timed out may have happened");
 }
+
+#[tokio::test]
+async fn a_tainted_read_waits_for_approval_then_runs_through_the_read_identity() {
+    let h = H::checkout();
+    let (me, r) = (h.who("requester-1"), run());
+    let mut req = CallRequest::new("get_service_snapshot", json!({"service": "checkout"}));
+    req.signals.tainted = true;
+    let first = h.gate.call(&me, &r, &req).await.unwrap();
+    assert_eq!(first.code(), Some(Code::ApprovalRequired));
+    h.gate.grant(&h.who("operator-2"), first.approval_id.as_deref().unwrap()).await.unwrap();
+    let out = h.gate.call(&me, &r, &req).await.unwrap();
+    assert_eq!(out.code(), None);
+    assert_eq!(out.result().unwrap()["replicas"], 2);
+    assert_eq!(out.executor_identity.as_deref(), Some("reader-identity"));
+    assert_eq!(h.adapter.changes_applied(), 0);
+}
