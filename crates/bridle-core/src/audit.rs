@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 
-use crate::plan::canonical_bytes;
+use crate::plan::canonical_value_bytes;
 
 /// The hash before a tenant's first event.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -128,7 +128,11 @@ struct Hashed<'a> {
 /// The hash of an event at `seq` after `prev_hash`.
 pub fn link_hash(seq: u64, prev_hash: &str, record: &AuditRecord) -> String {
     // INVARIANT: the canonical form of a plain struct of strings and integers always exists.
-    let bytes = canonical_bytes(&Hashed { seq, prev_hash, record }).unwrap_or_default();
+    // AuditRecord holds strings, integers and unit enums only, so its JSON value is lossless.
+    let bytes = serde_json::to_value(Hashed { seq, prev_hash, record })
+        .ok()
+        .and_then(|v| canonical_value_bytes(&v).ok())
+        .unwrap_or_default();
     let mut h = Sha256::new();
     h.update(&bytes);
     hex::encode(h.finalize())

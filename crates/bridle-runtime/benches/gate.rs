@@ -8,6 +8,7 @@
 //! per-sample means do not show. BENCHMARKS.md holds the figures and what they mean.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
+use std::collections::HashSet;
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,7 +26,7 @@ use bridle_runtime::approvals::ApprovalDraft;
 use bridle_runtime::gate::{CallRequest, Gate, Verdict};
 use bridle_runtime::store::Stores;
 use criterion::{BenchmarkGroup, Criterion, Throughput, measurement::WallTime};
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::runtime::Runtime;
 
 /// Concurrent callers in the throughput benchmarks.
@@ -144,7 +145,8 @@ fn read_calls(group: &mut BenchmarkGroup<'_, WallTime>, name: &str, rt: &Runtime
 }
 
 /// Sequential approved change calls; the approvals they consume are created and granted
-/// beforehand, outside the timed section. `fresh` gives each batch a fixture of its own.
+/// beforehand, outside the timed section. `fixture` is called once per batch (the in-memory
+/// benchmark hands out a fresh store each time).
 fn change_calls(
     group: &mut BenchmarkGroup<'_, WallTime>,
     name: &str,
@@ -203,7 +205,7 @@ fn parts(c: &mut Criterion) {
         b.iter(|| black_box(f.config.policy.authorize(black_box(&f.requester), &tool, black_box(&args))));
     });
     group.bench_function("contract/check_arguments", |b| {
-        b.iter(|| black_box(tool.check_arguments(black_box(&args)).unwrap()));
+        b.iter(|| black_box(tool.check_arguments(black_box(&args))).unwrap());
     });
     group.bench_function("plan/hash", |b| {
         b.iter(|| black_box(Plan::new(&tool.name, black_box(&args), &f.requester, &f.run).hash().unwrap()));
@@ -213,7 +215,56 @@ fn parts(c: &mut Criterion) {
     group.bench_function("audit/chain_link", |b| {
         b.iter(|| black_box(AuditEvent::chain(black_box(record.clone()), Some((prev.seq, prev.hash.as_str())))));
     });
+    group.bench_function("uuid/now_v7", |b| b.iter(|| black_box(uuid::Uuid::now_v7().to_string())));
+    cedar(&mut group);
     group.finish();
+}
+
+/// Cedar alone on the checkout policies, with the entities, context and request built once: the
+/// floor under `policy/authorize`, which also builds the context and request and looks the
+/// entities up in its cache on every call.
+fn cedar(group: &mut BenchmarkGroup<'_, WallTime>) {
+    use cedar_policy::{Authorizer, Context, Entity, EntityUid, PolicySet, Request, RestrictedExpression, Schema};
+    const SCHEMA: &str = include_str!("../../../examples/checkout/policies/bridle.cedarschema");
+    const POLICIES: &str = include_str!("../../../examples/checkout/policies/tenancy.cedar");
+    let (schema, _) = Schema::from_cedarschema_str(SCHEMA).unwrap();
+    let policies: PolicySet = POLICIES.parse().unwrap();
+    let uid = |text: &str| text.parse::<EntityUid>().unwrap();
+    let (principal, action, resource) = (
+        uid(r#"Bridle::Principal::"requester-1""#),
+        uid(r#"Bridle::Action::"get_service_snapshot""#),
+        uid(r#"Bridle::Resource::"tenant-a/service/checkout""#),
+    );
+    let text = |s: &str| RestrictedExpression::new_string(s.to_owned());
+    let set = |items: &[&str]| RestrictedExpression::new_set(items.iter().map(|s| text(s)));
+    let entity = |uid: &EntityUid, attrs: [(&str, RestrictedExpression); 3]| {
+        let attrs = attrs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+        Entity::new(uid.clone(), attrs, HashSet::new()).unwrap()
+    };
+    let principal_entity = entity(
+        &principal,
+        [
+            ("tenant", text("tenant-a")),
+            ("services", set(&["checkout"])),
+            ("scopes", set(&["service:read", "service:scale"])),
+        ],
+    );
+    let resource_entity =
+        entity(&resource, [("tenant", text("tenant-a")), ("kind", text("service")), ("name", text("checkout"))]);
+    let entities =
+        schema.action_entities().unwrap().add_entities([principal_entity, resource_entity], Some(&schema)).unwrap();
+    let pairs = || {
+        let arguments = RestrictedExpression::new_record([("service".to_owned(), text("checkout"))]).unwrap();
+        [("scope", text("service:read")), ("mode", text("read")), ("risk", text("read")), ("arguments", arguments)]
+            .map(|(k, v)| (k.to_owned(), v))
+    };
+    let request = Request::new(principal, action, resource, Context::from_pairs(pairs()).unwrap(), None).unwrap();
+    let authorizer = Authorizer::new();
+    assert_eq!(authorizer.is_authorized(&request, &policies, &entities).decision(), cedar_policy::Decision::Allow);
+    group.bench_function("cedar/is_authorized", |b| {
+        b.iter(|| black_box(authorizer.is_authorized(black_box(&request), &policies, &entities)));
+    });
+    group.bench_function("cedar/context_from_pairs", |b| b.iter(|| black_box(Context::from_pairs(pairs()).unwrap())));
 }
 
 /// An audit record shaped like a read call's.

@@ -41,17 +41,19 @@ struct Stored<'a> {
 impl<'a> Stored<'a> {
     fn new(event: &'a AuditEvent) -> StoreResult<Self> {
         let r = &event.record;
+        // Messages are built only on failure: this runs for every appended event.
         let what = |field: &str| format!("audit event {} of `{}` {field}", event.seq, r.tenant);
+        let int = |field: &str, v: u64| i64::try_from(v).map_or_else(|_| to_i64(&what(field), v), Ok);
         Ok(Self {
             event,
-            seq: to_i64(&what("seq"), event.seq)?,
-            kind: enum_name(&what("kind"), r.kind)?,
-            at: to_nanos(&what("at"), r.at)?,
+            seq: int("seq", event.seq)?,
+            kind: r.kind.as_str().to_owned(),
+            at: i64::try_from(r.at.unix_timestamp_nanos()).map_or_else(|_| to_nanos(&what("at"), r.at), Ok)?,
             at_offset: i64::from(r.at.offset().whole_seconds()),
-            decision: r.decision.map(|d| enum_name(&what("decision"), d)).transpose()?,
-            total_us: to_i64(&what("total_us"), r.timings.total_us)?,
-            policy_us: to_i64(&what("policy_us"), r.timings.policy_us)?,
-            adapter_us: to_i64(&what("adapter_us"), r.timings.adapter_us)?,
+            decision: r.decision.map(|d| enum_name("audit decision", d)).transpose()?,
+            total_us: int("total_us", r.timings.total_us)?,
+            policy_us: int("policy_us", r.timings.policy_us)?,
+            adapter_us: int("adapter_us", r.timings.adapter_us)?,
         })
     }
 }
