@@ -171,6 +171,16 @@ impl From<CanonicalError> for Stop {
     }
 }
 
+/// A call that passed steps 2–7: what approval binding and execution work on.
+pub(crate) struct Proposal<'a> {
+    pub principal: &'a Principal,
+    pub req: &'a CallRequest,
+    pub tool: &'a ToolContract,
+    pub plan: Plan,
+    pub plan_hash: PlanHash,
+    pub level: level::LevelDecision,
+}
+
 /// The gate over a configuration, stores, an adapter and a clock.
 #[derive(Clone)]
 pub struct Gate {
@@ -286,12 +296,13 @@ impl Gate {
             return Ok(stored);
         }
         // 9. approval binding
-        let consume = binding::bind(self, principal, &plan, &plan_hash, &tool, &level, req, t).await?;
+        let proposal = Proposal { principal, req, tool: &tool, plan, plan_hash, level };
+        let consume = binding::bind(self, &proposal, t).await?;
         if req.dry_run {
             return Ok((Verdict::DryRun { would_reject: None }, Decision::DryRun));
         }
         // 10. execute
-        execute::change(self, principal, &tool, plan, plan_hash, consume, req, t).await
+        execute::change(self, &proposal, consume, t).await
     }
 
     fn scan(&self, tool: &ToolContract, args: &Value) -> Result<(), Rejection> {

@@ -8,13 +8,13 @@ use bridle_core::audit::{AuditRecord, Decision, EventKind, Timings};
 use bridle_core::contract::ToolContract;
 use bridle_core::job::Job;
 use bridle_core::level::LevelDecision;
-use bridle_core::plan::{Plan, PlanHash};
+use bridle_core::plan::PlanHash;
 use bridle_core::ports::Consume;
 use bridle_core::{Code, Principal, Rejection};
 use serde_json::json;
 
 use super::trace::Trace;
-use super::{CallOutcome, CallRequest, Gate, Stop, Verdict};
+use super::{CallOutcome, Gate, Proposal, Stop, Verdict};
 
 /// Step 8: a key already used answers from the store, refuses, or says the outcome is unknown.
 pub(super) async fn idempotent(
@@ -56,17 +56,8 @@ pub(super) fn stored_answer(job: Job, plan_hash: &PlanHash, t: &mut Trace) -> Re
 }
 
 /// Step 9: which approval this call consumes (`None` when its level is `auto`).
-#[allow(clippy::too_many_arguments)]
-pub(super) async fn bind(
-    gate: &Gate,
-    principal: &Principal,
-    plan: &Plan,
-    plan_hash: &PlanHash,
-    tool: &ToolContract,
-    level: &LevelDecision,
-    req: &CallRequest,
-    t: &mut Trace,
-) -> Result<Option<Consume>, Stop> {
+pub(super) async fn bind(gate: &Gate, p: &Proposal<'_>, t: &mut Trace) -> Result<Option<Consume>, Stop> {
+    let Proposal { principal, req, tool, plan, plan_hash, level } = p;
     if level.level == bridle_core::contract::ApprovalLevel::Auto {
         return Ok(None);
     }

@@ -9,14 +9,13 @@ use std::time::Instant;
 use bridle_core::audit::Decision;
 use bridle_core::contract::{Mode, ToolContract};
 use bridle_core::job::{Job, JobStatus};
-use bridle_core::plan::{Plan, PlanHash};
 use bridle_core::ports::{AdapterCall, AdapterError, Consume, Reserved};
 use bridle_core::{Code, Principal, Rejection};
 use serde_json::{Value, json};
 
 use super::binding::stored_answer;
 use super::trace::Trace;
-use super::{CallRequest, Gate, Stop, Verdict, elapsed_us};
+use super::{Gate, Proposal, Stop, Verdict, elapsed_us};
 
 /// Executes a read.
 pub(super) async fn read(
@@ -45,24 +44,20 @@ pub(super) async fn read(
 }
 
 /// Reserves, dispatches and settles a change (or a read that needed approval).
-#[allow(clippy::too_many_arguments)]
 pub(super) async fn change(
     gate: &Gate,
-    principal: &Principal,
-    tool: &ToolContract,
-    plan: Plan,
-    plan_hash: PlanHash,
+    p: &Proposal<'_>,
     consume: Option<Consume>,
-    req: &CallRequest,
     t: &mut Trace,
 ) -> Result<(Verdict, Decision), Stop> {
+    let Proposal { principal, req, tool, plan, plan_hash, .. } = p;
     let now = t.now;
     let job = Job {
         id: uuid::Uuid::now_v7().to_string(),
         tenant: principal.tenant.clone(),
         subject: principal.subject.clone(),
         idempotency_key: req.idempotency_key.clone(),
-        plan,
+        plan: plan.clone(),
         plan_hash: plan_hash.clone(),
         executor: tool.executor.clone(),
         approval_id: consume.as_ref().map(|c| c.approval_id.clone()),
@@ -76,7 +71,7 @@ pub(super) async fn change(
         Reserved::Reserved => {}
         Reserved::ApprovalRefused(r) => return Err(r.into()),
         // Another call with the same key won the race between step 8 and here.
-        Reserved::KeyTaken(existing) => return stored_answer(*existing, &plan_hash, t),
+        Reserved::KeyTaken(existing) => return stored_answer(*existing, plan_hash, t),
     }
     t.job_id = Some(job.id.clone());
     t.executor = Some(tool.executor.clone());
