@@ -1,7 +1,9 @@
 //! One module per command; shared helpers for config and store selection.
 
 pub mod audit;
+pub mod check;
 pub mod demo;
+pub mod guard;
 pub mod out;
 pub mod validate;
 

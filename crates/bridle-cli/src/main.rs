@@ -30,10 +30,53 @@ enum Command {
     Demo,
     /// Check a configuration, its schemas and policies; list every error at once.
     Validate,
+    /// Read a model's answer (a file, or stdin for `-` or none) and run each call through the
+    /// gate as the workbench principal; exit 0 whenever a verdict is produced.
+    Check {
+        /// Most calls read from the answer (default: the config's `[intake] max_calls`).
+        #[arg(long)]
+        max_calls: Option<usize>,
+        /// The answer file, or `-` for stdin.
+        file: Option<PathBuf>,
+    },
     /// Read the audit log.
     Audit {
         #[command(subcommand)]
         command: AuditCommand,
+    },
+    /// The guard: scan for injection, mask outputs, evaluate on corpora.
+    Guard {
+        #[command(subcommand)]
+        command: GuardCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum GuardCommand {
+    /// Scan texts (document channel): one JSON line per input, in order.
+    Scan {
+        /// Input is JSON lines with `id` and `text` (default: plain lines).
+        #[arg(long)]
+        jsonl: bool,
+        /// Input file, or `-` / nothing for stdin.
+        file: Option<PathBuf>,
+    },
+    /// Mask secrets, PII and sensitive text: one JSON line per input, in order.
+    Mask {
+        /// Input is JSON lines with `id` and `text` (default: plain lines).
+        #[arg(long)]
+        jsonl: bool,
+        /// Extra secret rules in gitleaks TOML format.
+        #[arg(long)]
+        rules: Option<PathBuf>,
+        /// Input file, or `-` / nothing for stdin.
+        file: Option<PathBuf>,
+    },
+    /// Detection per family, category and language, false positives and throughput.
+    Eval {
+        /// Labelled JSONL files (`id, text, label, category, lang`).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
     },
 }
 
@@ -62,12 +105,23 @@ fn main() -> ExitCode {
         match &cli.command {
             Command::Demo => commands::demo::run(&cli.config, cli.db.as_deref(), cli.json).await,
             Command::Validate => commands::validate::run(cli.config.as_deref(), cli.json),
+            Command::Check { max_calls, file } => {
+                commands::check::run(cli.config.as_deref(), cli.db.as_deref(), cli.json, *max_calls, file.as_deref())
+                    .await
+            }
             Command::Audit { command: AuditCommand::Verify } => {
                 commands::audit::verify(cli.config.as_deref(), cli.db.as_deref(), cli.json).await
             }
             Command::Audit { command: AuditCommand::Export { tenant } } => {
                 commands::audit::export(cli.config.as_deref(), cli.db.as_deref(), tenant.as_deref()).await
             }
+            Command::Guard { command: GuardCommand::Scan { jsonl, file } } => {
+                commands::guard::scan(file.as_deref(), *jsonl)
+            }
+            Command::Guard { command: GuardCommand::Mask { jsonl, rules, file } } => {
+                commands::guard::mask(file.as_deref(), *jsonl, rules.as_deref())
+            }
+            Command::Guard { command: GuardCommand::Eval { files } } => commands::guard::eval(files, cli.json),
         }
     });
     match result {

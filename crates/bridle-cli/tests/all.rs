@@ -2,5 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
 mod suite {
+    mod check;
     mod commands;
+    mod guard;
 }

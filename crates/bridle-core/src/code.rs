@@ -100,6 +100,19 @@ codes! {
     InputTooLong => "input_too_long",
     /// Output blocked (canary leak).
     OutputBlocked => "output_blocked",
+    // built-in workbench tools (a tool error is a rejected call carrying its code)
+    /// `calculate`: the expression is not in the grammar.
+    CalcSyntaxError => "calc_syntax_error",
+    /// `calculate`: division (or remainder) by zero.
+    CalcDivisionByZero => "calc_division_by_zero",
+    /// `calculate`: a function outside its domain (e.g. `sqrt` of a negative number).
+    CalcDomainError => "calc_domain_error",
+    /// `calculate`: a number or result too large for a double.
+    CalcOverflow => "calc_overflow",
+    /// `convert_unit`: the units measure different things.
+    UnitMismatch => "unit_mismatch",
+    /// `convert_unit`: a unit name that is not known.
+    UnknownUnit => "unknown_unit",
 }
 
 impl std::fmt::Display for Code {

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::answer::IntakeLimits;
 use crate::contract::{Mode, Registry};
 use crate::policy::PolicyEngine;
 use crate::principal::Principal;
@@ -99,4 +100,17 @@ pub struct Config {
     pub approval_ttl: time::Duration,
     /// In-memory adapter state.
     pub memory_adapter: Vec<MemoryResource>,
+    /// Limits of answer intake (`[intake]`).
+    pub intake: IntakeLimits,
+    /// Guard settings (`[guard]`).
+    pub guard: GuardSettings,
+}
+
+/// Validated `[guard]` settings.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct GuardSettings {
+    /// Length limit per channel.
+    pub limits: crate::guard::sanitize::Limits,
+    /// Terms masked in outputs (internal tool names, table names).
+    pub sensitive_terms: Vec<String>,
 }

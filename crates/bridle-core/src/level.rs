@@ -36,6 +36,20 @@ pub struct LevelDecision {
     pub reasons: Vec<String>,
 }
 
+/// Why a change in a tainted run escalates (recorded in the audit event's reason).
+pub const TAINTED_RUN: &str = "the run has taken in untrusted content; changes need approval";
+
+/// [`decide`], then escalation for taint of the whole run: a `change` call in a run that has
+/// taken in untrusted content needs at least `approval`. Total; never lowers the level.
+pub fn decide_in_run(tool: &ToolContract, args: &Value, signals: &CallSignals, run_tainted: bool) -> LevelDecision {
+    let mut decision = decide(tool, args, signals);
+    if run_tainted && tool.mode == crate::contract::Mode::Change {
+        decision.level = decision.level.max(ApprovalLevel::Approval);
+        decision.reasons.push(TAINTED_RUN.to_owned());
+    }
+    decision
+}
+
 /// Decides the level for `tool(args)` given the signals. Total; never lowers the tool default.
 pub fn decide(tool: &ToolContract, args: &Value, signals: &CallSignals) -> LevelDecision {
     let mut level = tool.approval;

@@ -3,18 +3,21 @@
 //! No I/O and no async runtime here: every check is a total function over values, and the
 //! runtime drives the ports. A check that cannot be evaluated is an error, never an "allow".
 
+pub mod answer;
 pub mod approval;
 pub mod audit;
 pub mod code;
 pub mod config;
 pub mod contract;
 pub mod decision;
+pub mod guard;
 pub mod job;
 pub mod level;
 pub mod plan;
 pub mod policy;
 pub mod ports;
 pub mod principal;
+pub mod tools;
 pub mod verdict;
 
 pub use code::Code;

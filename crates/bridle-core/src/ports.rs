@@ -242,6 +242,10 @@ pub enum AdapterError {
     /// The request was sent but the answer was lost; the effect is unknown.
     #[error("adapter response lost: {0}")]
     Lost(String),
+    /// A built-in tool refused its input with its own code (`calc_syntax_error`, `unit_mismatch` …);
+    /// the call is rejected with exactly this rejection.
+    #[error("{0}")]
+    Tool(Rejection),
 }
 
 /// What the adapter knows about a job it was sent.

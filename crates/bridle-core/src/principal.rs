@@ -58,6 +58,10 @@ pub struct RunContext {
     pub call_limit: Option<u64>,
     /// Set when the run was cancelled.
     pub cancelled: bool,
+    /// Set once the run has taken in untrusted content (a tool output marked untrusted, a
+    /// retrieved document); every later `change` call needs at least `approval`.
+    #[serde(default)]
+    pub tainted: bool,
 }
 
 impl RunContext {
@@ -69,6 +73,7 @@ impl RunContext {
             deadline: None,
             call_limit: None,
             cancelled: false,
+            tainted: false,
         }
     }
 }

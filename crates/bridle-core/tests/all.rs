@@ -2,8 +2,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
 mod suite {
+    mod answer;
     mod config;
+    mod guard;
     mod laws;
     mod policy;
     mod support;
+    mod tools;
 }

@@ -1,5 +1,5 @@
-//! Loading configuration: the bundled default (seed 004's checkout example, embedded in the
-//! binary) or a `bridle.toml` on disk with the files it references.
+//! Loading configuration: the bundled default (seed 004's checkout example with the workbench
+//! tools, embedded in the binary) or a `bridle.toml` on disk with the files it references.
 
 use std::path::{Path, PathBuf};
 
@@ -17,12 +17,17 @@ pub const CHECKOUT_TOML: &str = include_str!("../../../examples/checkout/bridle.
 const CHECKOUT_FILES: &[(&str, &str)] = example_files!("checkout":
     "schemas/service_ref.json",
     "schemas/scale_replicas.json",
+    "schemas/search_law.json",
+    "schemas/calculate.json",
+    "schemas/convert_unit.json",
     "policies/bridle.cedarschema",
     "policies/tenancy.cedar",
+    "policies/workbench.cedar",
     "policies/expectations.toml",
 );
 
-/// The bundled default: seed 004's checkout tools, principals and policies.
+/// The bundled default: seed 004's checkout tools, principals and policies, plus seed 003's
+/// workbench tools and their principal.
 pub fn checkout() -> Result<Config, ConfigErrors> {
     let files = |path: &str| {
         CHECKOUT_FILES

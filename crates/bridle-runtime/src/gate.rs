@@ -27,6 +27,9 @@ use tracing::Instrument;
 use crate::store::Stores;
 use trace::Trace;
 
+/// The tool recorded in a metadata-only audit event for a name that is not registered.
+pub const UNREGISTERED: &str = "(unregistered)";
+
 /// A proposed call as an entry point hands it to the gate.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CallRequest {
@@ -48,6 +51,11 @@ pub struct CallRequest {
     /// Decide only: consume, create, store and execute nothing.
     #[serde(default)]
     pub dry_run: bool,
+    /// Audit as metadata only (tool, code, plan hash): no reason text, and an unregistered tool
+    /// name is not recorded. Set for calls read from pasted text (the workbench), whose
+    /// arguments and names must never reach the audit log.
+    #[serde(default)]
+    pub metadata_only: bool,
 }
 
 impl CallRequest {
@@ -242,7 +250,13 @@ impl Gate {
             }
         };
         let outcome = t.outcome(verdict);
-        let record = t.record(principal, run, self.config.policy.version(), decision, &outcome);
+        let mut record = t.record(principal, run, self.config.policy.version(), decision, &outcome);
+        if req.metadata_only {
+            record.reason = None;
+            if self.config.registry.get(&req.tool).is_none() {
+                UNREGISTERED.clone_into(&mut record.tool);
+            }
+        }
         self.stores.audit.append(vec![record]).await?;
         Ok(outcome)
     }
@@ -281,7 +295,7 @@ impl Gate {
         // 6. state rules (after policy: an unauthorized caller never triggers a read)
         state_rules::check(self, principal, &tool, &req.arguments, t).await?;
         // 7. approval level
-        let level = level::decide(&tool, &req.arguments, &req.signals);
+        let level = level::decide_in_run(&tool, &req.arguments, &req.signals, run.tainted);
         t.level = Some(level.level);
         if tool.mode == Mode::Read && level.level == ApprovalLevel::Auto {
             if req.dry_run {

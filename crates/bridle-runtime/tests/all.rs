@@ -7,9 +7,11 @@ mod suite {
     mod codes;
     mod demo;
     mod gate_matrix;
+    mod guard;
     mod idempotency;
     mod laws;
     mod race;
     mod store_contract;
     mod support;
+    mod workbench;
 }

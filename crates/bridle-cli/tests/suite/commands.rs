@@ -75,7 +75,7 @@ fn validate_lists_every_error_and_fails() {
     assert!(report["errors"].as_array().unwrap().len() >= 3);
     let ok = bridle(&["validate"], dir.path());
     assert!(ok.status.success());
-    assert!(text(&ok.stdout).contains("bundled default: valid (2 tools"));
+    assert!(text(&ok.stdout).contains("bundled default: valid (5 tools"));
 }
 
 #[test]

@@ -22,6 +22,21 @@ pub(super) struct RawConfig {
     pub approvals: RawApprovals,
     #[serde(default)]
     pub adapter: RawAdapter,
+    #[serde(default)]
+    pub intake: RawIntake,
+    #[serde(default)]
+    pub guard: RawGuard,
+}
+
+/// `[guard]`: channel limits and sensitive terms; every field optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawGuard {
+    pub chat_max_chars: Option<usize>,
+    pub workflow_max_chars: Option<usize>,
+    pub document_max_bytes: Option<usize>,
+    #[serde(default)]
+    pub sensitive_terms: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -113,4 +128,27 @@ pub(super) struct RawMemoryResource {
     pub tenant: String,
     pub key: String,
     pub state: toml::Value,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawIntake {
+    #[serde(default = "default_max_calls")]
+    pub max_calls: usize,
+    #[serde(default = "default_max_chars")]
+    pub max_chars: usize,
+}
+
+impl Default for RawIntake {
+    fn default() -> Self {
+        Self { max_calls: default_max_calls(), max_chars: default_max_chars() }
+    }
+}
+
+fn default_max_calls() -> usize {
+    crate::answer::DEFAULT_MAX_CALLS
+}
+
+fn default_max_chars() -> usize {
+    crate::answer::DEFAULT_MAX_CHARS
 }

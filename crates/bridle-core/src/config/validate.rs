@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::raw::{RawConfig, RawTool};
 use super::{Config, ConfigError, ConfigErrors, Executor, Files, MemoryResource};
+use crate::answer::IntakeLimits;
 use crate::contract::{ApprovalLevel, CompiledSchema, Mode, Registry, ToolContract};
 use crate::policy::{PolicyEngine, PolicySource, parse_expectations};
 use crate::principal::Principal;
@@ -16,6 +17,10 @@ use crate::principal::Principal;
 const MAX_TIMEOUT_MS: u64 = 600_000;
 /// Default adapter timeout.
 const DEFAULT_TIMEOUT_MS: u64 = 5_000;
+/// Most calls `[intake] max_calls` may allow.
+const MAX_INTAKE_CALLS: usize = 100;
+/// Longest answer `[intake] max_chars` may allow (characters).
+const MAX_INTAKE_CHARS: usize = 1_000_000;
 
 #[derive(Default)]
 struct Errors(Vec<ConfigError>);
@@ -86,6 +91,16 @@ pub fn load(text: &str, files: &dyn Files) -> Result<Config, ConfigErrors> {
         }
     }
 
+    let intake = IntakeLimits { max_calls: raw.intake.max_calls, max_chars: raw.intake.max_chars };
+    if !(1..=MAX_INTAKE_CALLS).contains(&intake.max_calls) {
+        errors.push("intake.max_calls", format!("must be between 1 and {MAX_INTAKE_CALLS}"));
+    }
+    if !(1..=MAX_INTAKE_CHARS).contains(&intake.max_chars) {
+        errors.push("intake.max_chars", format!("must be between 1 and {MAX_INTAKE_CHARS}"));
+    }
+
+    let guard = guard_settings(&raw.guard, &mut errors);
+
     let policy = load_policy(&raw.policy, &registry, files, &mut errors);
 
     match policy {
@@ -97,9 +112,41 @@ pub fn load(text: &str, files: &dyn Files) -> Result<Config, ConfigErrors> {
             principals,
             approval_ttl: time::Duration::seconds(i64::try_from(raw.approvals.ttl_seconds).unwrap_or(i64::MAX)),
             memory_adapter,
+            intake,
+            guard,
         }),
         _ => Err(ConfigErrors(errors.0)),
     }
+}
+
+/// Largest document `[guard] document_max_bytes` may allow.
+const MAX_GUARD_DOCUMENT_BYTES: usize = 64 * 1024 * 1024;
+
+fn guard_settings(raw: &super::raw::RawGuard, errors: &mut Errors) -> super::GuardSettings {
+    let defaults = crate::guard::sanitize::Limits::default();
+    let mut limit = |at: &str, value: Option<usize>, default: usize, max: usize| {
+        let v = value.unwrap_or(default);
+        if !(1..=max).contains(&v) {
+            errors.push(format!("guard.{at}"), format!("must be between 1 and {max}"));
+        }
+        v
+    };
+    let limits = crate::guard::sanitize::Limits {
+        chat_chars: limit("chat_max_chars", raw.chat_max_chars, defaults.chat_chars, MAX_INTAKE_CHARS),
+        workflow_chars: limit("workflow_max_chars", raw.workflow_max_chars, defaults.workflow_chars, MAX_INTAKE_CHARS),
+        document_bytes: limit(
+            "document_max_bytes",
+            raw.document_max_bytes,
+            defaults.document_bytes,
+            MAX_GUARD_DOCUMENT_BYTES,
+        ),
+    };
+    for (i, term) in raw.sensitive_terms.iter().enumerate() {
+        if term.trim().chars().count() < 3 {
+            errors.push(format!("guard.sensitive_terms[{i}]"), "must have at least 3 characters");
+        }
+    }
+    super::GuardSettings { limits, sensitive_terms: raw.sensitive_terms.clone() }
 }
 
 fn tool_contract(

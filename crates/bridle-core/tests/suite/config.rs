@@ -1,5 +1,6 @@
 //! Configuration: the example loads; bad configs list every problem at once.
 use bridle_core::config::load;
+use bridle_core::contract::Mode;
 use bridle_core::principal::Principal;
 
 use super::support::{checkout, load_example_with, read_example};
@@ -9,7 +10,14 @@ fn example_loads_with_both_tools() {
     let c = checkout();
     assert!(c.registry.get("get_service_snapshot").is_some());
     assert!(c.registry.get("scale_replicas").is_some());
-    assert_eq!(c.principals.len(), 4);
+    assert_eq!(c.principals.len(), 5);
+    for tool in bridle_core::tools::NAMES {
+        let t = c.registry.get(tool).unwrap();
+        assert_eq!((t.mode, t.scope.as_str(), t.executor.as_str()), (Mode::Read, "workbench:use", "workbench-reader"));
+        assert_eq!(t.scanned_params().count(), 0, "{tool}");
+    }
+    assert_eq!(c.principals["workbench"].tenant, "workbench");
+    assert_eq!(c.intake, bridle_core::answer::IntakeLimits { max_calls: 3, max_chars: 20_000 });
     assert!(c.policy.version().starts_with("sha256:"));
 }
 
@@ -91,4 +99,19 @@ fn a_policy_that_breaks_an_expectation_fails_load() {
 fn a_tool_missing_from_the_cedar_schema_fails_load() {
     let err = load_example_with(|t| t.replace("[tools.scale_replicas]", "[tools.scale_replicas2]\ndescription = \"x\"\nmode = \"read\"\nscope = \"s\"\nrisk = \"read\"\nexecutor = \"reader-identity\"\nschema = \"schemas/service_ref.json\"\n\n[tools.scale_replicas]")).unwrap_err();
     assert!(err.to_string().contains("tool `scale_replicas2` has no action"), "{err}");
+}
+
+#[test]
+fn intake_limits_are_validated() {
+    let err = load_example_with(|t| {
+        t.replace("max_calls = 3", "max_calls = 0").replace("max_chars = 20000", "max_chars = 0")
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("intake.max_calls: must be between 1 and 100"), "{err}");
+    assert!(err.contains("intake.max_chars: must be between 1 and 1000000"), "{err}");
+    let err = load_example_with(|t| t.replace("max_calls = 3", "max_calls = 3\nmax_cals = 2")).unwrap_err();
+    assert!(err.to_string().contains("max_cals"), "{err}");
+    let c = load_example_with(|t| t.replace("max_calls = 3", "max_calls = 7")).unwrap();
+    assert_eq!(c.intake.max_calls, 7);
 }

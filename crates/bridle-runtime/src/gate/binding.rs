@@ -104,7 +104,8 @@ pub(super) async fn bind(gate: &Gate, p: &Proposal<'_>, t: &mut Trace) -> Result
 }
 
 fn pending(code: Code, id: &str, level: &LevelDecision, state: &str) -> Rejection {
-    Rejection::new(code, format!("approval request `{id}` {state}; retry the identical call once it is granted"))
+    let why = if level.reasons.is_empty() { String::new() } else { format!(" ({})", level.reasons.join("; ")) };
+    Rejection::new(code, format!("approval request `{id}` {state}; retry the identical call once it is granted{why}"))
         .with_detail(json!({"approval_id": id, "level": level.level.as_str(), "reasons": level.reasons}))
 }
 

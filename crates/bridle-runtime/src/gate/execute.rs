@@ -128,5 +128,7 @@ fn adapter_rejection(e: &AdapterError) -> Rejection {
         AdapterError::Failed(_) | AdapterError::IdentityRejected(_) => {
             Rejection::new(Code::AdapterFailed, e.to_string())
         }
+        // A built-in tool's own error is the call's rejection, with the tool's code.
+        AdapterError::Tool(rejection) => rejection.clone(),
     }
 }

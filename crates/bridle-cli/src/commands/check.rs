@@ -1,0 +1,88 @@
+//! `bridle check [--json] [--max-calls N] [FILE|-]`: reads a model's answer and runs each call
+//! through the gate as the workbench principal. Exit 0 whenever a verdict was produced.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use bridle_core::RunContext;
+use bridle_runtime::check::{CheckReport, Status, WORKBENCH_PRINCIPAL, check, gate, workbench_principal};
+use bridle_runtime::store::Stores;
+
+pub async fn run(
+    config: Option<&Path>,
+    db: Option<&str>,
+    json: bool,
+    max_calls: Option<usize>,
+    input: Option<&Path>,
+) -> anyhow::Result<ExitCode> {
+    let answer = read_answer(input)?;
+    let config = Arc::new(super::config(config)?);
+    let principal = workbench_principal(&config)
+        .with_context(|| format!("the configuration has no `{WORKBENCH_PRINCIPAL}` principal"))?;
+    let mut limits = config.intake;
+    if let Some(n) = max_calls {
+        anyhow::ensure!(n >= 1, "--max-calls must be at least 1");
+        limits.max_calls = n;
+    }
+    // A fresh in-memory store unless one is named.
+    let stores = match db {
+        Some(_) => super::stores(&config, db).await?,
+        None => Stores::memory(),
+    };
+    let gate = gate(config, stores);
+    let started = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let run = RunContext::new(&format!("check-{}-{}", started.as_millis(), std::process::id()), WORKBENCH_PRINCIPAL);
+    let report = check(&gate, &principal, &run, &answer, &limits).await?;
+    if json {
+        super::out::line(&serde_json::to_string(&report)?)?;
+    } else {
+        print_text(&report)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The answer from a file, or from stdin for `-` or no file.
+fn read_answer(input: Option<&Path>) -> anyhow::Result<String> {
+    let mut bytes = Vec::new();
+    match input {
+        Some(path) if path != Path::new("-") => {
+            bytes = std::fs::read(path).with_context(|| format!("cannot read `{}`", path.display()))?;
+        }
+        _ => {
+            std::io::stdin().lock().read_to_end(&mut bytes).context("cannot read the answer from stdin")?;
+        }
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        anyhow::anyhow!("the answer is not UTF-8 (invalid byte at offset {})", e.utf8_error().valid_up_to())
+    })
+}
+
+fn print_text(report: &CheckReport) -> anyhow::Result<()> {
+    let p = &report.parse;
+    match (p.status, p.code) {
+        (Status::Rejected, Some(code)) => {
+            super::out::line(&format!("parse: rejected {code}: {}", p.message.as_deref().unwrap_or_default()))?;
+        }
+        _ => {
+            let format = p.format.map_or("-", |f| f.as_str());
+            super::out::line(&format!("parse: ok format={format} calls={}", report.calls.len()))?;
+        }
+    }
+    for (i, c) in report.calls.iter().enumerate() {
+        let from = match (c.format, c.span) {
+            (Some(f), Some(s)) => format!(" [{} bytes {}..{}]", f.as_str(), s.start, s.end),
+            _ => String::new(),
+        };
+        let head = format!("call {}: {} {}{from}", i + 1, c.tool, c.arguments);
+        let verdict = match (&c.result, c.code) {
+            (Some(result), _) => format!("ok {result}"),
+            (None, Some(code)) => format!("rejected {code}: {}", c.message.as_deref().unwrap_or_default()),
+            (None, None) => "ok".to_owned(),
+        };
+        super::out::line(&format!("{head}\n  -> {verdict}"))?;
+    }
+    Ok(())
+}

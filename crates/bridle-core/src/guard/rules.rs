@@ -1,0 +1,679 @@
+//! The built-in detection rules (our own): one table of patterns per family, English and Korean,
+//! run on the lowercase normalized views. Weights add up per text; [`super::BLOCK_SCORE`] blocks.
+//!
+//! Every pattern is a `regex` pattern (no look-around, no backreferences: linear time).
+
+use super::Category;
+use Category::*;
+
+/// One pattern with its family and weight.
+pub(crate) struct Rule {
+    pub name: &'static str,
+    pub category: Category,
+    pub weight: f64,
+    pub pattern: &'static str,
+}
+
+const fn r(name: &'static str, category: Category, weight: f64, pattern: &'static str) -> Rule {
+    Rule { name, category, weight, pattern }
+}
+
+/// Words that must occur (in the canonical, leet or despaced view) before any rule can match; a
+/// text without them skips the rules (the fast path). Lowercase.
+pub(crate) const TRIGGERS: &[&str] = &[
+    "ignor",
+    "disregard",
+    "forget",
+    "bypass",
+    "override",
+    "overrid",
+    "instruction",
+    "prompt",
+    "system",
+    "rules",
+    "you are",
+    "you're",
+    "act as",
+    "pretend",
+    "roleplay",
+    "role",
+    "persona",
+    "mode",
+    "dan",
+    "jailbr",
+    "decode",
+    "encod",
+    "base64",
+    "base32",
+    "base16",
+    "hex",
+    "rot13",
+    "![",
+    "](",
+    "http",
+    "<",
+    "[",
+    "{",
+    "secret",
+    "password",
+    "api key",
+    "api_key",
+    "token",
+    "credential",
+    "repeat",
+    "reveal",
+    "stop",
+    "nevermind",
+    "restrict",
+    "filter",
+    "censor",
+    "ethic",
+    "moral",
+    "guideline",
+    "polic",
+    "confine",
+    "character",
+    "print",
+    "say",
+    "output",
+    "admin",
+    "debug",
+    "sudo",
+    "root",
+    "developer",
+    "send",
+    "forward",
+    "email",
+    "exfil",
+    "\u{1b}",
+    "now",
+    "above",
+    "previous",
+    "prior",
+    "earlier",
+    "initial",
+    "monologue",
+    "what does this mean",
+    "opposite",
+    "complete the key",
+    "unfiltered",
+    "uncensored",
+    "immoral",
+    "무시",
+    "잊",
+    "지시",
+    "명령",
+    "규칙",
+    "지침",
+    "프롬프트",
+    "시스템",
+    "너는",
+    "넌",
+    "당신",
+    "관리자",
+    "개발자",
+    "디버그",
+    "모드",
+    "제한",
+    "비밀번호",
+    "패스워드",
+    "키",
+    "토큰",
+    "스키마",
+    "테이블",
+    "전송",
+    "보내",
+    "디코딩",
+    "해독",
+    "탈옥",
+    "가이드라인",
+    "정책",
+    "역할",
+    "지금부터",
+    "이제부터",
+];
+
+macro_rules! obj_en {
+    () => {
+        r"(?:instructions?|directions?|directives?|prompts?|rules|guidelines|commands|orders|constraints|restrictions|guardrails|programming|polic(?:y|ies)|safety\s+(?:rules|guidelines|filters?)|system\s+(?:prompt|message)|training|content\s+polic(?:y|ies))"
+    };
+}
+
+/// English rules.
+pub(crate) const EN: &[Rule] = &[
+    // instruction override
+    r(
+        "override_verb_object",
+        InstructionOverride,
+        1.0,
+        concat!(
+            r"\b(?:ignore|ignoring|disregard|forget|skip|bypass|override|overlook|neglect|abandon|discard|dismiss|drop|throw\s+out|set\s+aside|pay\s+no\s+attention\s+to|do\s+not\s+follow|don'?t\s+follow|stop\s+following)\b",
+            r"[^.\n]{0,40}?\b(?:all|any|every|the|your|my|these|those|prior|previous|preceding|earlier|above|former|initial|original|foregoing|system|old|current|default|following)\b",
+            r"[^.\n]{0,30}?\b(?:instructions?|directions?|directives?|prompts?|rules|guidelines|commands|orders|constraints|restrictions|guardrails|programming|polic(?:y|ies)|training|context|inputs)\b"
+        ),
+    ),
+    r(
+        "override_everything_above",
+        InstructionOverride,
+        1.0,
+        r"\b(?:ignore|disregard|forget)\s+(?:everything|anything|all|what)\s+(?:from\s+)?(?:(?:that\s+)?(?:was\s+)?(?:said|written|stated|told)\s+)?(?:above|before|prior|previously|earlier|so\s+far)",
+    ),
+    r(
+        "new_instructions_header",
+        InstructionOverride,
+        0.6,
+        r"\b(?:new|updated|revised|real|actual|true|secret|hidden|additional|important)\s+(?:instructions?|directives?|system\s+prompt|task)\s*:",
+    ),
+    r("stop_everything", InstructionOverride, 0.6, r"\bstop\s+everything\b|\bnevermind\b[^\n]{0,20}\bignore\b"),
+    r(
+        "just_print_quoted",
+        InstructionOverride,
+        0.6,
+        r#"\b(?:just|only|simply|instead)\s+(?:print|say|output|write|respond\s+with|reply\s+with)\s*[:"'“]"#,
+    ),
+    r(
+        "instead_follow",
+        InstructionOverride,
+        0.6,
+        concat!(
+            r"\b(?:instead|rather)\b[^.\n]{0,30}\b(?:follow|obey|execute|do)\b[^.\n]{0,20}\b(?:these|this|my|the\s+following)\s+",
+            r"(?:instructions?|commands|orders|directives?)"
+        ),
+    ),
+    r(
+        "no_longer_bound",
+        InstructionOverride,
+        0.6,
+        concat!(
+            r"\b(?:no\s+longer|not|never)\s+(?:be\s+)?(?:bound|restricted|limited|constrained)\s+by\b[^.\n]{0,30}",
+            obj_en!()
+        ),
+    ),
+    // role redefinition
+    r(
+        "you_are_now",
+        RoleRedefinition,
+        0.6,
+        r"\byou\s+are\s+now\s+(?:a|an|the|my|in|called|named|known|free|unrestricted|unfiltered|dan|jailbroken|evil|no\s+longer|going\s+to|acting|playing|operating|a\s+different)\b",
+    ),
+    r(
+        "from_now_on_you",
+        RoleRedefinition,
+        0.6,
+        r"\b(?:from\s+now\s+on|starting\s+now|henceforth|for\s+the\s+rest\s+of\s+(?:this|our)\s+conversation)\s*,?\s*(?:you\s+(?:are|will|must|shall|should|can|'ll|'re)|you'll|you're|act|respond|answer|reply)\b",
+    ),
+    r(
+        "act_as_persona",
+        RoleRedefinition,
+        0.6,
+        concat!(
+            r"\b(?:act|behave|respond|answer|pretend|roleplay|role-play)\s+(?:as|like|to\s+be)\s+(?:if\s+you\s+(?:are|were)\s+)?(?:a|an|the)?\s*",
+            r"(?:unrestricted|unfiltered|uncensored|evil|jailbroken|rogue|amoral|immoral|unethical|malicious|hacker|ai\s+without|different\s+ai|new\s+ai|dan|system|admin|root|developer)\b"
+        ),
+    ),
+    r(
+        "your_new_role",
+        RoleRedefinition,
+        0.6,
+        r"\byour\s+(?:new|real|true)\s+(?:role|name|identity|persona|purpose|instructions?|task)\s+(?:is|will\s+be)\b",
+    ),
+    r(
+        "go_by_the_name",
+        RoleRedefinition,
+        0.6,
+        r"\byou\s+(?:now\s+|will\s+)?go\s+by\s+the\s+name\b|\byou\s+are\s+now\s+(?:windows|linux|a\s+(?:linux\s+)?terminal|[a-z]+gpt)\b",
+    ),
+    r(
+        "no_longer_model",
+        RoleRedefinition,
+        0.6,
+        r"\byou\s+are\s+no\s+longer\s+(?:chatgpt|gpt|claude|gemini|llama|an?\s+(?:ai|assistant|language\s+model|chatbot)|bound|restricted|limited)\b",
+    ),
+    r(
+        "going_to_act_as",
+        RoleRedefinition,
+        0.3,
+        r"\byou\s+(?:are\s+)?(?:going\s+to|about\s+to|will\s+now|will|must|shall)\s+(?:act|pretend|roleplay|role-play|play|simulate|emulate|impersonate|behave|become)\s+(?:as|like|to\s+be|the\s+role|being|a|an)\b",
+    ),
+    r(
+        "simulate_being",
+        RoleRedefinition,
+        0.3,
+        r"\b(?:simulate|emulate|impersonate)\s+(?:being|a\s+(?:chatbot|ai|persona|character))\b|\balter\s+ego\b|\byour\s+persona\s+is\b",
+    ),
+    r(
+        "pretend_to_be",
+        RoleRedefinition,
+        0.3,
+        r"\b(?:pretend|imagine)\s+(?:to\s+be|you\s+are|that\s+you\s+are|you're)\b",
+    ),
+    // prompt extraction
+    r(
+        "reveal_prompt",
+        PromptExtraction,
+        1.0,
+        concat!(
+            r"\b(?:reveal|show|print|output|repeat|display|tell|give|share|dump|leak|expose|recite|spell|write|list|return|provide|disclose|translate|summari[sz]e|encode|paste|what(?:'s|\s+is|\s+are|\s+were|\s+was))\b",
+            r"[^.\n]{0,40}?\b(?:your|the|its|this)\s+(?:(?:full|entire|whole|exact|complete|original|initial|hidden|secret|internal|system|developer|pre|first)\s+){0,3}",
+            r"(?:system\s+(?:prompt|message|instructions?)|prompt|instructions|initial\s+instructions|guidelines|rules\s+you\s+were\s+given|configuration|context\s+window|preprompt|pre-prompt)\b"
+        ),
+    ),
+    r(
+        "opposite_of_instructions",
+        PromptExtraction,
+        0.6,
+        r"\b(?:opposite|reverse|inverse)\s+of\s+your\s+(?:system\s+)?(?:instructions|prompt|rules)",
+    ),
+    r(
+        "repeat_words_above",
+        PromptExtraction,
+        1.0,
+        concat!(
+            r"\b(?:repeat|print|output|copy|reproduce|recite|echo)\b[^.\n]{0,30}\b(?:words|text|everything|all|content|messages?|conversation|lines|sentences)\b",
+            r"[^.\n]{0,20}\b(?:above|before\s+this|so\s+far|verbatim|word\s+for\s+word)"
+        ),
+    ),
+    r(
+        "beginning_with_you_are",
+        PromptExtraction,
+        0.6,
+        r#"\b(?:begin|beginning|start|starting)\s+with\s*["'“]?\s*you\s+are"#,
+    ),
+    r(
+        "secret_request",
+        PromptExtraction,
+        0.6,
+        concat!(
+            r"\b(?:reveal|show|print|output|give|tell|share|dump|leak|expose|list|send|provide|complete|finish|what(?:'s|\s+is|\s+are))\b[^.\n]{0,30}?",
+            r"\b(?:api[\s_-]?keys?|passwords?|secret[\s_-]?keys?|access[\s_-]?tokens?|auth(?:entication)?\s+tokens?|credentials|private[\s_-]?keys?|env(?:ironment)?\s+variables|\.env\b)"
+        ),
+    ),
+    r(
+        "complete_the_key",
+        PromptExtraction,
+        0.6,
+        r"\b(?:lost|forgot|missing)\s+part\s+of\s+my\b[^.\n]{0,60}\b(?:key|token|secret|password)\b|\bcomplete\s+the\s+(?:key|token|secret|password)\b",
+    ),
+    // privilege escalation
+    r(
+        "enable_mode",
+        PrivilegeEscalation,
+        0.6,
+        concat!(
+            r"\b(?:enable|enabled|activate|activated|turn\s+on|switch\s+(?:on|to|into)|enter|entering|unlock|engage|now\s+in|are\s+in|with|simulate)\b[^.\n]{0,20}?",
+            r"\b(?:admin(?:istrator)?|root|god|sudo|developer|dev|debug|maintenance|super\s*user|unrestricted|jailbreak|dan|unlocked|unfiltered)(?:[\s_-]+[a-z]+){0,2}[\s_-]*mode\b"
+        ),
+    ),
+    r(
+        "mode_flag_on",
+        PrivilegeEscalation,
+        0.6,
+        r"\b(?:admin|debug|dev|developer|god|sudo|root|unsafe|jailbreak)_?mode\s*(?:=|:)\s*(?:true|on|1|enabled|yes)\b",
+    ),
+    r(
+        "grant_admin",
+        PrivilegeEscalation,
+        0.6,
+        r"\b(?:grant|give)\s+(?:me|yourself|the\s+user)\s+(?:full\s+)?(?:admin|root|sudo|superuser|elevated)\s+(?:access|rights|privileges|permissions)",
+    ),
+    r(
+        "i_am_admin",
+        PrivilegeEscalation,
+        0.3,
+        r"\bi\s+am\s+(?:your|the|an?)\s+(?:admin(?:istrator)?|developer|creator|owner|system\s+operator)\b",
+    ),
+    // delimiter and closing-tag injection
+    r(
+        "chat_template_token",
+        DelimiterInjection,
+        1.0,
+        r"<\|\s*(?:im_start|im_end|endoftext|system|user|assistant|eot_id|start_header_id|end_header_id|begin_of_text)\s*\|>|\[/?inst\]|<</?sys>>",
+    ),
+    r(
+        "closing_tag",
+        DelimiterInjection,
+        0.6,
+        r"</\s*(?:system|instructions?|prompt|context|tool_output|tool_result|document|data|untrusted|user_input|input)\s*>",
+    ),
+    r(
+        "fake_system_turn",
+        DelimiterInjection,
+        0.6,
+        r"(?m)^\s*(?:#{1,4}\s*|\[)?(?:system|admin|developer)\s*(?:message|prompt|override|note)?\s*(?:\]|:)\s*(?:ignore|you|new|from|the\s+user|override|important)",
+    ),
+    // tool-call smuggling
+    r(
+        "tool_call_json",
+        ToolCallSmuggling,
+        0.6,
+        r#""(?:tool_calls?|function_call|tool_name|tool_use)"\s*:|<\s*/?\s*(?:tool_call|function_calls?|invoke|tool_use)\b"#,
+    ),
+    r("react_action", ToolCallSmuggling, 0.6, r"(?m)^\s*action\s*:\s*[a-z_]+\s*$\s*^\s*action\s+input\s*:"),
+    r(
+        "call_the_tool",
+        ToolCallSmuggling,
+        0.3,
+        r"\b(?:call|invoke|use|run|execute)\s+the\s+[a-z_]+_[a-z_]+\s+(?:tool|function)\b",
+    ),
+    // exfiltration
+    r("md_image_query", Exfiltration, 1.0, r"!\[[^\]\n]{0,200}\]\(\s*https?://[^)\s]+[?&#][^)\s]*\)"),
+    r("md_image_external", Exfiltration, 0.6, r"!\[[^\]\n]{0,200}\]\(\s*https?://[^)\s]+\)"),
+    r(
+        "md_image_templated",
+        Exfiltration,
+        1.0,
+        r"!\[[^\]\n]{0,200}\]\(\s*https?://[^)\s]*(?:\{|\$|%7b|<)[^)\s]*\)|\]\s*\(\s*https?://[^)\s]*\b(?:q|data|d|secret|msg|info|p|payload)=\s*(?:\{|\$|\[|<)",
+    ),
+    r(
+        "md_reference_image",
+        Exfiltration,
+        0.6,
+        r"(?m)!\[[^\]\n]{0,100}\]\[[^\]\n]{0,40}\]|^\s*\[[^\]\n]{1,40}\]\s*:\s*https?://",
+    ),
+    r(
+        "url_placeholder",
+        Exfiltration,
+        1.0,
+        r"https?://[^\s)]*[=/]\s*\[(?:num|data|info|summary|secret|message|history|content|text|output|answer)\]",
+    ),
+    r(
+        "encoded_conversation",
+        Exfiltration,
+        0.6,
+        r"\bencod(?:e|ed|ing)\b[^.\n]{0,40}\b(?:previous\s+messages?|our\s+conversation|the\s+conversation|chat\s+history|summary\s+of\s+(?:the|our))",
+    ),
+    r(
+        "markup_script",
+        Exfiltration,
+        0.6,
+        r"<\s*script\b|\bjavascript\s*:|\bdata:text/html\b|\bon(?:error|load|mouseover|focus)\s*=|<\s*iframe\b",
+    ),
+    r("concat_image_parts", Exfiltration, 0.6, r#"concatenate\s+these\s+strings|"!\s*"\s*,\s*"\s*\["#),
+    r(
+        "send_to_address",
+        Exfiltration,
+        0.6,
+        concat!(
+            r"(?:^|[.!?:;\n]\s*|\b(?:please|and|then|also|now|immediately|first|must|should)\s+)(?:send|forward|email|mail|post|upload|transmit|exfiltrate|leak|copy|share)\b[^.\n]{0,80}?\bto\s+",
+            r"(?:[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,}|https?://\S+)"
+        ),
+    ),
+    // jailbreak personas and framings
+    r(
+        "dan",
+        Jailbreak,
+        1.0,
+        r"\bdan\b[^.\n]{0,40}\b(?:mode|persona|jailbreak|anything|stands\s+for)\b|\bdo\s+anything\s+now\b|\bdeveloper\s+mode\s+(?:enabled|output)\b",
+    ),
+    r(
+        "no_restrictions",
+        Jailbreak,
+        0.6,
+        concat!(
+            r"\b(?:no|without|free\s+(?:of|from)|freed\s+from|broken\s+free\s+of|not\s+bound\s+by|doesn'?t\s+(?:have\s+to\s+)?(?:abide|follow|care)|does\s+not\s+(?:have\s+to\s+)?(?:abide|follow)|don'?t\s+have\s+to\s+(?:abide|follow)|beyond|ignores?)\b",
+            r"[^.\n]{0,30}?\b(?:restrictions|limitations|limits|filters|censorship|confines|ethic(?:s|al\s+guidelines)|morals|moral\s+(?:guidelines|principles)|rules|guidelines|polic(?:y|ies)|boundaries|safeguards|constraints|prohibitions)\b"
+        ),
+    ),
+    r(
+        "regardless_of_ethics",
+        Jailbreak,
+        0.6,
+        r"\bregardless\s+of\s+(?:any\s+)?(?:ethical|moral|legal|safety)\b|\bno\s+matter\s+how\s+(?:unethical|immoral|illegal|dangerous|harmful|offensive)\b",
+    ),
+    r(
+        "answer_anything",
+        Jailbreak,
+        0.3,
+        r"\b(?:answer|respond\s+to|fulfil+|comply\s+with|generate|provide|do)\s+(?:any|every|all)\s+(?:request|question|prompt|kind\s+of\s+content|content)s?\b|\bcapable\s+of\s+anything\b|\bnot\s+a\s+responsible\s+ai\b",
+    ),
+    r(
+        "blocked_strings",
+        Jailbreak,
+        0.6,
+        r"\b(?:blocked|allowed)\s+(?:strings|responses|modes)\s*:|\b(?:nsfw|explicit\s+content)\b[^.\n]{0,30}\b(?:allowed|permitted|enabled)\b",
+    ),
+    r(
+        "two_persons",
+        Jailbreak,
+        0.6,
+        r"\b(?:play|act\s+as|simulate|respond\s+as|be)\s+(?:two|2)\s+(?:different\s+)?(?:characters|entities|personalities|ais|models|personas)\b|\b(?:two|2)\s+different\s+personalities\b|\b(?:unaligned|jailbroken|unfiltered)\s*:|\b(?:two|2)\s+(?:persons|personalities|personas|characters|entities)\s+inside\b|\brespond\s+as\s+both\b",
+    ),
+    r(
+        "amoral_persona",
+        Jailbreak,
+        0.6,
+        concat!(
+            r"\b(?:immoral|amoral|unethical|unfiltered|uncensored|unrestricted|unbiased\s+and\s+unfiltered|evil|malicious)\b[^.\n]{0,60}\b",
+            r"(?:ai|assistant|chatbot|character|persona|version|model|bot|entity|aficionado|writer|mode)\b"
+        ),
+    ),
+    r(
+        "stay_in_character",
+        Jailbreak,
+        0.6,
+        r"\b(?:stay|remain|staying|keep)\s+in\s+character\b|\bbreak(?:ing)?\s+character\b",
+    ),
+    r(
+        "two_responses",
+        Jailbreak,
+        0.6,
+        r"\b(?:two|2|both)\s+(?:different\s+)?(?:responses|answers|replies|paragraphs)\b[^\n]{0,80}\b(?:normal|classic|jailbr|unfiltered|developer|dan|opposite)",
+    ),
+    r(
+        "gpt_persona",
+        Jailbreak,
+        0.3,
+        r"\b(?:called|named|as|play|simulate)\s+[a-z]{2,}gpt\b|\blet'?s\s+play\s+a\s+(?:fun\s+)?(?:game|roleplaying\s+game)\b",
+    ),
+    r(
+        "jailbreak_word",
+        Jailbreak,
+        0.3,
+        r"\bjailbr(?:oken|eak|eaking)\b|\b(?:opposite|evil|chaos|dude|stan|aim)\s+mode\b|\bopposite\s+day\b|\bfoul-mouthed\b",
+    ),
+    r(
+        "hypothetical_harm",
+        Jailbreak,
+        0.3,
+        r"\b(?:hypothetical|fictional|imaginary)\s+(?:world|scenario|story|universe)\b[^.\n]{0,80}\b(?:no\s+rules|anything|illegal|unethical)",
+    ),
+    r(
+        "token_game",
+        Jailbreak,
+        0.3,
+        r"\b(?:tokens?|points?)\b[^.\n]{0,40}\b(?:deducted|lose|lost)\b[^.\n]{0,60}\b(?:refuse|reject|decline)",
+    ),
+    // encoded payloads: requests to decode and follow
+    r(
+        "decode_and_follow",
+        EncodedPayload,
+        1.0,
+        r"\b(?:decode|decipher|decrypt|translate|convert|interpret|read)\b[^.\n]{0,40}\b(?:base\s?(?:64|32|16|2048|85)|hex(?:adecimal)?|rot-?13|rot\s13|caesar|atbash|morse|braille|nato|leet(?:speak)?|uu-?encode|mime|quoted[\s-]printable|ascii85|ecoji|zalgo|binary|unicode|cipher|encod(?:ed|ing))\b",
+    ),
+    r(
+        "encoded_label",
+        EncodedPayload,
+        1.0,
+        r"(?m)\b(?:encoded|decoded|enc|dec)\s+(?:string|text|message|payload)\s*:|^\s*(?:encoded|decoded)\s*:",
+    ),
+    r(
+        "in_your_monologue",
+        EncodedPayload,
+        1.0,
+        r"\bin\s+your\s+(?:inner\s+)?monologue\b|\bsecure\s+system\s+message\b",
+    ),
+    r("what_does_this_mean", EncodedPayload, 0.3, r"\bwhat\s+does\s+this\s+mean\s*\?\s*\S"),
+    // obfuscation helpers
+    r("parenthesized_letters", Obfuscation, 0.6, r"(?:\([a-z' ]\)[^\n]{0,40}\n[^\n]{0,40}){6}\([a-z' ]\)"),
+    r(
+        "ansi_escape_request",
+        Obfuscation,
+        0.6,
+        r"\bansi\s+(?:escape\s+)?(?:code|sequence)s?\b|\\x1b\[|\\033\[|\\u001b\[|\\e\[",
+    ),
+];
+
+/// Korean rules (run on every Korean view: canonical, despaced, recomposed).
+pub(crate) const KO: &[Rule] = &[
+    r(
+        "ko_override",
+        InstructionOverride,
+        1.0,
+        concat!(
+            r"(?:이전|위|앞|기존|모든|지금까지|상기|원래|기본|초기|너의|당신의|시스템)\s*(?:의|에서)?\s*(?:모든|전체|받은|주어진|설정된)?\s*(?:안전|보안|윤리)?\s*",
+            r"(?:지시|지침|명령|규칙|지시사항|안내|프롬프트|가이드라인|제한|제약|정책|설정|대화|맥락)\s*(?:문|사항|들)?\s*(?:은|는|을|를|도|이|가)?\s*",
+            r"(?:전부|모두|다|싹|완전히|모조리)?\s*(?:무시|잊|취소하|삭제하|해제하|무효|따르지\s*마|버리|지워)"
+        ),
+    ),
+    r(
+        "ko_override_reverse",
+        InstructionOverride,
+        1.0,
+        r"(?:무시|잊어버리|잊)\S{0,3}\s*(?:고|하고|해)?\s*(?:아래|다음|새로운|내|나의|이)\s*(?:지시|명령|지침|규칙)",
+    ),
+    r(
+        "ko_new_instructions",
+        InstructionOverride,
+        0.6,
+        r"(?:아래|다음)\s*(?:지시|명령)\s*(?:만|대로)\s*(?:따르|수행|실행)",
+    ),
+    r(
+        "ko_role",
+        RoleRedefinition,
+        1.0,
+        concat!(
+            r"(?:너는|넌|당신은|너\s*는)\s*(?:이제|지금부터|앞으로|이제부터|오늘부터)\s*[^.\n]{0,20}?",
+            r"(?:ai|봇|관리자|어시스턴트|모드|개발자|해커|인공지능|시스템|루트|dan|악당|캐릭터)\s*(?:야|이야|이다|입니다|로|으로|이에요|예요|다)"
+        ),
+    ),
+    r(
+        "ko_role_from_now",
+        RoleRedefinition,
+        0.6,
+        r"(?:지금부터|이제부터|앞으로)\s*(?:너는|넌|당신은)\s*[^.\n]{0,30}?(?:야|이야|이다|입니다|예요|이에요)\s*[.!]?",
+    ),
+    r(
+        "ko_pretend",
+        RoleRedefinition,
+        0.6,
+        r"(?:인\s*척|인것처럼|인\s*것처럼|역할을?)\s*(?:해|하고|하세요|해줘|해\s*줘|연기)",
+    ),
+    r(
+        "ko_extract",
+        PromptExtraction,
+        1.0,
+        concat!(
+            r"(?:시스템|초기|숨겨진|숨은|내부|원래|최초|너의|당신의|니)\s*(?:의)?\s*(?:프롬프트|지시문|지시사항|지시|규칙|명령어?|설정|지침)",
+            r"[^.\n]{0,25}?(?:보여|출력|알려|공개|말해|번역|반복|나열|유출|그대로|누설|적어|써\s*줘|인쇄|덤프)"
+        ),
+    ),
+    r(
+        "ko_schema",
+        PromptExtraction,
+        1.0,
+        concat!(
+            r"(?:데이터베이스|db|디비)\s*(?:의)?\s*(?:스키마|테이블|구조|컬럼)[^.\n]{0,20}?(?:전부|모두|전체)?\s*",
+            r"(?:나열|보여|출력|알려|덤프|공개)"
+        ),
+    ),
+    r(
+        "ko_secret",
+        PromptExtraction,
+        1.0,
+        concat!(
+            r"(?:비밀번호|패스워드|api\s*키|api\s*key|토큰|시크릿|자격\s*증명|인증\s*키|접속\s*정보|환경\s*변수)\s*(?:목록|전체|전부)?\s*",
+            r"(?:을|를|도)?\s*(?:\S{0,6}\s*){0,1}(?:출력|보여|알려|포함|나열|전송|유출|공개|말해)"
+        ),
+    ),
+    r(
+        "ko_tools",
+        PromptExtraction,
+        0.6,
+        r"(?:도구|툴)\s*(?:목록|리스트)\s*(?:을|를)?\s*(?:전부|모두)?\s*(?:보여|출력|나열|알려)",
+    ),
+    r(
+        "ko_mode",
+        PrivilegeEscalation,
+        1.0,
+        concat!(
+            r"(?:admin_?mode|debug_?mode|dev_?mode|관리자|개발자|디버그|debug|루트|root|무제한|탈옥)\s*(?:모드|권한)?\s*",
+            r"(?:를|을|로|으로)?\s*(?:켜|활성화|실행|전환|진입|동작|작동|변경|부여)"
+        ),
+    ),
+    r(
+        "ko_you_admin",
+        PrivilegeEscalation,
+        0.6,
+        r"(?:너는|넌|당신은)\s*(?:이제|지금부터)?\s*(?:관리자|루트|개발자)\s*(?:야|이야|이다|입니다|예요)",
+    ),
+    r(
+        "ko_policy_off",
+        Jailbreak,
+        1.0,
+        concat!(
+            r"(?:모든|안전|보안|윤리|콘텐츠)\s*(?:정책|규칙|필터|제한|가이드라인|검열)\s*(?:을|를)?\s*(?:전부|모두)?\s*",
+            r"(?:해제|끄|꺼|무시|우회|비활성)"
+        ),
+    ),
+    r(
+        "ko_no_limits",
+        Jailbreak,
+        0.6,
+        r"(?:제한|제약|검열|필터|규칙)\s*(?:이|가)?\s*(?:전혀|하나도)?\s*(?:없는|없이)\s*(?:ai|인공지능|모드|봇|어시스턴트|답변|대답)",
+    ),
+    r("ko_system_tag", DelimiterInjection, 0.6, r"\[\s*(?:시스템|관리자|system|admin)\s*\]\s*\S"),
+    r(
+        "ko_exfil",
+        Exfiltration,
+        1.0,
+        concat!(
+            r"[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,}\s*(?:으로|로|에게|에|한테)\s*(?:전송|보내|포워딩|업로드|공유)|",
+            r"(?:https?://\S+)\s*(?:으로|로|에)\s*(?:전송|보내|업로드)"
+        ),
+    ),
+    r(
+        "ko_decode_follow",
+        EncodedPayload,
+        1.0,
+        r"(?:디코딩|해독|복호화|변환|디코드)\s*(?:해서|한\s*뒤|한\s*후|하고|하여)\s*[^.\n]{0,20}?(?:수행|실행|따라|따르|그대로)",
+    ),
+];
+
+/// Korean phrases whose chosung (initial-consonant) forms are looked for in texts written in
+/// bare initial consonants. Each hit adds [`CHOSUNG_WEIGHT`].
+pub(crate) const CHOSUNG_PHRASES: &[&str] = &[
+    "시스템 프롬프트",
+    "이전 지시",
+    "지시를 무시",
+    "모두 무시",
+    "무시하고",
+    "너는 이제",
+    "관리자 모드",
+    "개발자 모드",
+    "비밀번호",
+    "제한이 없는",
+    "지금부터",
+    "모든 정책",
+    "정책을 해제",
+    "가이드라인을",
+    "지시문",
+    "데이터베이스",
+    "스키마",
+    "규칙을",
+    "명령은",
+    "전부 잊고",
+    "취소하고",
+    "보여줘",
+    "출력해",
+    "알려줘",
+    "숨겨진 규칙",
+    "초기 지시",
+    "안전 가이드라인",
+    "이메일을",
+    "전송해",
+    "관리자야",
+    "해제해",
+];
+
+/// Weight of one chosung phrase hit.
+pub(crate) const CHOSUNG_WEIGHT: f64 = 0.3;

@@ -1,0 +1,134 @@
+//! The workbench check: a model's answer is read by the intake parser (gate step 1) and each
+//! call it holds runs through the gate as the workbench principal.
+//!
+//! The answer text is never stored or audited: every call appends the gate's usual `tool_call`
+//! event (tool, code, plan hash, timings), which carries no arguments.
+
+use std::sync::Arc;
+
+use bridle_core::answer::{Format, IntakeLimits, Span, parse_answer};
+use bridle_core::config::Config;
+use bridle_core::ports::SystemClock;
+use bridle_core::{Code, Principal, RunContext};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::adapter;
+use crate::gate::{CallRequest, Gate, GateError, Verdict};
+use crate::store::Stores;
+
+/// Name of the principal `bridle check` acts as.
+pub const WORKBENCH_PRINCIPAL: &str = "workbench";
+
+/// Accepted or not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Read (parse) or executed (call).
+    Ok,
+    /// Refused, with a code.
+    Rejected,
+}
+
+/// How reading the answer went.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ParseStatus {
+    /// `ok` or `rejected`.
+    pub status: Status,
+    /// The intake code when rejected.
+    pub code: Option<Code>,
+    /// Format of the first call when read.
+    pub format: Option<Format>,
+    /// Why it was rejected (printed, not part of the JSON shape).
+    #[serde(skip)]
+    pub message: Option<String>,
+}
+
+/// One call and its verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckedCall {
+    /// Tool named.
+    pub tool: String,
+    /// Arguments as read.
+    pub arguments: Value,
+    /// `ok` or `rejected`.
+    pub status: Status,
+    /// Reject code.
+    pub code: Option<Code>,
+    /// Reject message.
+    pub message: Option<String>,
+    /// The tool's result when executed.
+    pub result: Option<Value>,
+    /// Where the call was read from (printed, not part of the JSON shape).
+    #[serde(skip)]
+    pub format: Option<Format>,
+    /// Byte span in the answer (printed, not part of the JSON shape).
+    #[serde(skip)]
+    pub span: Option<Span>,
+}
+
+/// What `bridle check` reports.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckReport {
+    /// Reading the answer.
+    pub parse: ParseStatus,
+    /// Each call read, in order (empty when reading failed).
+    pub calls: Vec<CheckedCall>,
+}
+
+/// The configuration's workbench principal, if it has one.
+pub fn workbench_principal(config: &Config) -> Option<Principal> {
+    config.principals.get(WORKBENCH_PRINCIPAL).cloned()
+}
+
+/// A gate over `config` and `stores` with the in-process adapters (built-in tools, memory).
+pub fn gate(config: Arc<Config>, stores: Stores) -> Gate {
+    let (router, _memory) = adapter::in_process(&config);
+    Gate::new(config, stores, router, Arc::new(SystemClock))
+}
+
+/// Reads `answer` and runs each call through `gate` as `principal` in `run`.
+pub async fn check(
+    gate: &Gate,
+    principal: &Principal,
+    run: &RunContext,
+    answer: &str,
+    limits: &IntakeLimits,
+) -> Result<CheckReport, GateError> {
+    let parsed = match parse_answer(answer, limits) {
+        Ok(p) => p,
+        Err(r) => {
+            let parse =
+                ParseStatus { status: Status::Rejected, code: Some(r.code), format: None, message: Some(r.message) };
+            return Ok(CheckReport { parse, calls: Vec::new() });
+        }
+    };
+    let mut calls = Vec::with_capacity(parsed.calls.len());
+    for call in parsed.calls {
+        // Pasted text never reaches the audit log: the event keeps tool, code and plan hash.
+        let request = CallRequest { metadata_only: true, ..CallRequest::new(&call.tool, call.arguments.clone()) };
+        let outcome = gate.call(principal, run, &request).await?;
+        let (status, code, message, result) = match outcome.verdict {
+            Verdict::Ok { result } => (Status::Ok, None, None, Some(result)),
+            Verdict::Rejected { rejection } => (Status::Rejected, Some(rejection.code), Some(rejection.message), None),
+            Verdict::DryRun { would_reject } => match would_reject {
+                Some(r) => (Status::Rejected, Some(r.code), Some(r.message), None),
+                None => (Status::Ok, None, None, None),
+            },
+        };
+        calls.push(CheckedCall {
+            tool: call.tool,
+            arguments: call.arguments,
+            status,
+            code,
+            message,
+            result,
+            format: Some(call.format),
+            span: Some(call.span),
+        });
+    }
+    Ok(CheckReport {
+        parse: ParseStatus { status: Status::Ok, code: None, format: Some(parsed.format), message: None },
+        calls,
+    })
+}
