@@ -119,7 +119,7 @@ fn main() -> ExitCode {
                 commands::guard::scan(file.as_deref(), *jsonl)
             }
             Command::Guard { command: GuardCommand::Mask { jsonl, rules, file } } => {
-                commands::guard::mask(file.as_deref(), *jsonl, rules.as_deref())
+                commands::guard::mask(cli.config.as_deref(), file.as_deref(), *jsonl, rules.as_deref())
             }
             Command::Guard { command: GuardCommand::Eval { files } } => commands::guard::eval(files, cli.json),
         }

@@ -80,9 +80,11 @@ pub fn scan(file: Option<&Path>, jsonl: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `bridle guard mask`: one JSON line per input, in order; `--rules` adds gitleaks-format rules.
-pub fn mask(file: Option<&Path>, jsonl: bool, rules: Option<&Path>) -> anyhow::Result<ExitCode> {
-    let mut masker = Masker::new().map_err(|e| anyhow::anyhow!("{e}"))?;
+/// `bridle guard mask`: one JSON line per input, in order; `--rules` adds gitleaks-format rules and
+/// the configuration's `[guard] sensitive_terms` are masked too.
+pub fn mask(config: Option<&Path>, file: Option<&Path>, jsonl: bool, rules: Option<&Path>) -> anyhow::Result<ExitCode> {
+    let terms = super::config(config)?.guard.sensitive_terms;
+    let mut masker = Masker::new().and_then(|m| m.with_terms(&terms)).map_err(|e| anyhow::anyhow!("{e}"))?;
     if let Some(path) = rules {
         let text = std::fs::read_to_string(path).with_context(|| format!("reading `{}`", path.display()))?;
         let extra = load_gitleaks(&text).map_err(|e| anyhow::anyhow!("{e}"))?;

@@ -60,3 +60,31 @@ fn eval_prints_families_as_json() {
     assert_eq!(out[0]["families"]["direct_en"]["flagged"], 1);
     assert_eq!(out[0]["families"]["benign"]["flagged"], 0);
 }
+
+#[test]
+fn mask_hides_the_configured_sensitive_terms() {
+    let dir = tempfile::tempdir().unwrap();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/checkout");
+    for sub in ["schemas", "policies"] {
+        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+        for f in std::fs::read_dir(example.join(sub)).unwrap() {
+            let f = f.unwrap();
+            std::fs::copy(f.path(), dir.path().join(sub).join(f.file_name())).unwrap();
+        }
+    }
+    let toml = std::fs::read_to_string(example.join("bridle.toml")).unwrap();
+    std::fs::write(dir.path().join("bridle.toml"), format!("{toml}\n[guard]\nsensitive_terms = [\"orders_ledger\"]\n"))
+        .unwrap();
+    std::fs::write(dir.path().join("in.txt"), "the table Orders_Ledger holds it\n").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_bridle"))
+        .args(["guard", "mask", "--config", "bridle.toml", "in.txt"])
+        .current_dir(dir.path())
+        .env_remove("BRIDLE_CONFIG")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let line: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(line["findings"][0]["kind"], "sensitive_term");
+    assert_eq!((line["findings"][0]["start"].as_u64(), line["findings"][0]["end"].as_u64()), (Some(10), Some(23)));
+    assert!(!line["masked"].as_str().unwrap().contains("Orders_Ledger"));
+}
