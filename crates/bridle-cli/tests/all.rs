@@ -5,4 +5,5 @@ mod suite {
     mod check;
     mod commands;
     mod guard;
+    mod support;
 }

@@ -1,29 +1,8 @@
 //! `bridle check` end to end: text and JSON output, stdin and files, exit codes.
 
-use std::io::Write;
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
-
 use serde_json::{Value, json};
 
-fn bridle_with_stdin(args: &[&str], cwd: &Path, stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_bridle"))
-        .args(args)
-        .current_dir(cwd)
-        .env_remove("BRIDLE_CONFIG")
-        .env_remove("BRIDLE_STORE_URL")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
-    child.wait_with_output().unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use super::support::{bridle_with_stdin, text};
 
 fn json_check(answer: &str, extra: &[&str]) -> Value {
     let dir = tempfile::tempdir().unwrap();

@@ -1,21 +1,6 @@
 //! Commands end to end: output, exit codes, error listings.
 
-use std::path::Path;
-use std::process::{Command, Output};
-
-fn bridle(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bridle"))
-        .args(args)
-        .current_dir(cwd)
-        .env_remove("BRIDLE_CONFIG")
-        .env_remove("BRIDLE_STORE_URL")
-        .output()
-        .unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use super::support::{bridle, copy_example, text};
 
 #[test]
 fn demo_prints_seed_004_and_exits_zero() {
@@ -48,15 +33,7 @@ fn demo_on_a_sqlite_file_then_audit_verify_and_export() {
 #[test]
 fn validate_lists_every_error_and_fails() {
     let dir = tempfile::tempdir().unwrap();
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/checkout");
-    for sub in ["schemas", "policies"] {
-        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
-        for f in std::fs::read_dir(example.join(sub)).unwrap() {
-            let f = f.unwrap();
-            std::fs::copy(f.path(), dir.path().join(sub).join(f.file_name())).unwrap();
-        }
-    }
-    let toml = std::fs::read_to_string(example.join("bridle.toml")).unwrap();
+    let toml = copy_example(dir.path());
     let broken = toml
         .replace("min = 1\nmax = 5", "min = 9\nmax = 5")
         .replace("executor = \"reader-identity\"", "executor = \"nobody\"")

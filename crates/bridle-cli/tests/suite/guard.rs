@@ -1,12 +1,9 @@
 //! `bridle guard scan|mask|eval` end to end: exactly one JSON line per input, in order, with byte
 //! offsets.
 
-use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn bridle(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bridle")).args(args).current_dir(cwd).output().unwrap()
-}
+use super::support::{bridle, copy_example};
 
 fn lines(out: &Output) -> Vec<serde_json::Value> {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -64,24 +61,11 @@ fn eval_prints_families_as_json() {
 #[test]
 fn mask_hides_the_configured_sensitive_terms() {
     let dir = tempfile::tempdir().unwrap();
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/checkout");
-    for sub in ["schemas", "policies"] {
-        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
-        for f in std::fs::read_dir(example.join(sub)).unwrap() {
-            let f = f.unwrap();
-            std::fs::copy(f.path(), dir.path().join(sub).join(f.file_name())).unwrap();
-        }
-    }
-    let toml = std::fs::read_to_string(example.join("bridle.toml")).unwrap();
+    let toml = copy_example(dir.path());
     std::fs::write(dir.path().join("bridle.toml"), format!("{toml}\n[guard]\nsensitive_terms = [\"orders_ledger\"]\n"))
         .unwrap();
     std::fs::write(dir.path().join("in.txt"), "the table Orders_Ledger holds it\n").unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_bridle"))
-        .args(["guard", "mask", "--config", "bridle.toml", "in.txt"])
-        .current_dir(dir.path())
-        .env_remove("BRIDLE_CONFIG")
-        .output()
-        .unwrap();
+    let out = bridle(&["guard", "mask", "--config", "bridle.toml", "in.txt"], dir.path());
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let line: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(line["findings"][0]["kind"], "sensitive_term");

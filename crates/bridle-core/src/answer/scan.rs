@@ -74,6 +74,33 @@ impl Quote {
     }
 }
 
+/// Whether the scan is inside a JSON string (straight or curly quotes, backslash escapes).
+#[derive(Default)]
+struct Strings {
+    quote: Option<Quote>,
+    escaped: bool,
+}
+
+impl Strings {
+    /// Feeds `c`; true when it belongs to a string (including its closing quote).
+    fn consumes(&mut self, c: char) -> bool {
+        let Some(q) = self.quote else { return false };
+        if self.escaped {
+            self.escaped = false;
+        } else if c == '\\' {
+            self.escaped = true;
+        } else if q.closed_by(c) {
+            self.quote = None;
+        }
+        true
+    }
+
+    /// Opens a string if `c` is an opening quote.
+    fn open(&mut self, c: char) {
+        self.quote = Quote::opened_by(c);
+    }
+}
+
 struct Opener {
     start: usize,
     close: char,
@@ -85,17 +112,9 @@ struct Opener {
 pub(super) fn scan(text: &str) -> Forest {
     let mut openers: Vec<Opener> = Vec::new();
     let mut stack: Vec<usize> = Vec::new();
-    let mut quote: Option<Quote> = None;
-    let mut escaped = false;
+    let mut strings = Strings::default();
     for (at, c) in text.char_indices() {
-        if let Some(q) = quote {
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if q.closed_by(c) {
-                quote = None;
-            }
+        if strings.consumes(c) {
             continue;
         }
         match c {
@@ -118,7 +137,7 @@ pub(super) fn scan(text: &str) -> Forest {
                 // A closer that matches nothing abandons every open bracket.
                 _ => stack.clear(),
             },
-            _ if !stack.is_empty() => quote = Quote::opened_by(c),
+            _ if !stack.is_empty() => strings.open(c),
             _ => {}
         }
     }
@@ -167,19 +186,11 @@ fn build(openers: &[Opener]) -> Forest {
 pub(super) fn element_spans(array: &str) -> Option<Vec<Pair>> {
     let mut spans = Vec::new();
     let mut depth = 0usize;
-    let mut quote: Option<Quote> = None;
-    let mut escaped = false;
+    let mut strings = Strings::default();
     let mut current: Option<Pair> = None;
     for (at, c) in array.char_indices() {
         let end = at + c.len_utf8();
-        if let Some(q) = quote {
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if q.closed_by(c) {
-                quote = None;
-            }
+        if strings.consumes(c) {
             if let Some(cur) = current.as_mut() {
                 cur.end = end;
             }
@@ -208,7 +219,7 @@ pub(super) fn element_spans(array: &str) -> Option<Vec<Pair>> {
                 continue;
             }
             _ if c.is_whitespace() => continue,
-            _ => quote = Quote::opened_by(c),
+            _ => strings.open(c),
         }
         match current.as_mut() {
             Some(cur) => cur.end = end,

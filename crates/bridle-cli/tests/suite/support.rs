@@ -1,0 +1,44 @@
+//! Running the `bridle` binary from tests, and a writable copy of the checkout example.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+/// Runs `bridle ARGS` in `cwd` with no configuration or store taken from the environment.
+pub fn bridle(args: &[&str], cwd: &Path) -> Output {
+    bridle_with_stdin(args, cwd, b"")
+}
+
+/// [`bridle`] with `stdin` piped in.
+pub fn bridle_with_stdin(args: &[&str], cwd: &Path, stdin: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bridle"))
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("BRIDLE_CONFIG")
+        .env_remove("BRIDLE_STORE_URL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Copies the checkout example's schemas and policies into `dir`; returns its `bridle.toml` text
+/// for the test to edit and write.
+pub fn copy_example(dir: &Path) -> String {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/checkout");
+    for sub in ["schemas", "policies"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+        for f in std::fs::read_dir(example.join(sub)).unwrap() {
+            let f = f.unwrap();
+            std::fs::copy(f.path(), dir.join(sub).join(f.file_name())).unwrap();
+        }
+    }
+    std::fs::read_to_string(example.join("bridle.toml")).unwrap()
+}
