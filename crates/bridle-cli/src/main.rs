@@ -49,6 +49,55 @@ enum Command {
         #[command(subcommand)]
         command: GuardCommand,
     },
+    /// Measure Bridle's own speed.
+    Bench {
+        #[command(subcommand)]
+        command: BenchCommand,
+    },
+    /// Serve the HTTP API (needs BRIDLE_JWT_SECRET, or BRIDLE_JWT_PUBLIC_KEY / BRIDLE_JWT_JWKS).
+    Serve {
+        /// Address to listen on (default 127.0.0.1:8080).
+        #[arg(long, env = "BRIDLE_LISTEN")]
+        listen: Option<String>,
+    },
+    /// Development tokens.
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum TokenCommand {
+    /// Print an HS256 token signed with BRIDLE_JWT_SECRET.
+    Issue {
+        /// Subject (`sub`).
+        #[arg(long)]
+        subject: String,
+        /// Tenant.
+        #[arg(long)]
+        tenant: String,
+        /// Services, comma-separated.
+        #[arg(long, value_delimiter = ',')]
+        services: Vec<String>,
+        /// Scopes, comma-separated.
+        #[arg(long, value_delimiter = ',')]
+        scopes: Vec<String>,
+        /// Lifetime: `90s`, `15m`, `1h`, `7d`.
+        #[arg(long, default_value = "1h")]
+        ttl: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchCommand {
+    /// The graph runtime on the LangGraph anchor's shapes (node-step, fan-out, loop,
+    /// checkpointed steps, pause and resume) and the disk's raw commit cost.
+    Runtime {
+        /// Samples per figure (default 15).
+        #[arg(long)]
+        samples: Option<usize>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -122,6 +171,16 @@ fn main() -> ExitCode {
                 commands::guard::mask(cli.config.as_deref(), file.as_deref(), *jsonl, rules.as_deref())
             }
             Command::Guard { command: GuardCommand::Eval { files } } => commands::guard::eval(files, cli.json),
+            Command::Bench { command: BenchCommand::Runtime { samples } } => {
+                commands::bench::runtime(cli.json, *samples)
+            }
+            Command::Serve { listen } => {
+                commands::serve::run(cli.config.as_deref(), cli.db.as_deref(), listen.as_deref()).await
+            }
+            Command::Token { command: TokenCommand::Issue { subject, tenant, services, scopes, ttl } } => {
+                let args = commands::token::IssueArgs { subject, tenant, services, scopes, ttl };
+                commands::token::issue(&args, cli.json)
+            }
         }
     });
     match result {

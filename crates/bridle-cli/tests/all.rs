@@ -2,8 +2,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
 mod suite {
+    mod bench;
     mod check;
     mod commands;
     mod guard;
     mod support;
+    mod token;
 }

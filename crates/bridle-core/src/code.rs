@@ -113,6 +113,48 @@ codes! {
     UnitMismatch => "unit_mismatch",
     /// `convert_unit`: a unit name that is not known.
     UnknownUnit => "unknown_unit",
+    // runtime (graph runs, agents, LLM calls)
+    /// A loop passed its node's iteration bound.
+    MaxIterationsExceeded => "max_iterations_exceeded",
+    /// A run passed its super-step limit.
+    RecursionLimit => "recursion_limit",
+    /// An agent asked for more tool calls than its turn allows.
+    TooManyToolCalls => "too_many_tool_calls",
+    /// A node did not finish within its timeout.
+    NodeTimeout => "node_timeout",
+    /// A node failed and had no error handler.
+    NodeFailed => "node_failed",
+    /// A node's update does not fit the state's schema.
+    InvalidUpdate => "invalid_update",
+    /// A model call did not answer within its deadline.
+    LlmTimeout => "llm_timeout",
+    /// The model endpoint failed or refused (after retries).
+    LlmUnavailable => "llm_unavailable",
+    /// The model's output failed its schema (after the retry).
+    LlmInvalidOutput => "llm_invalid_output",
+    /// No pending interrupt has that id.
+    UnknownInterrupt => "unknown_interrupt",
+    /// The checkpoint is not the thread's latest, or was written by another graph.
+    StaleCheckpoint => "stale_checkpoint",
+    // server (HTTP API edge: authentication, limits, routing)
+    /// No valid bearer token: missing, expired, forged, or for another issuer or audience.
+    Unauthenticated => "unauthenticated",
+    /// The token is valid but lacks the scope this route needs.
+    Forbidden => "forbidden",
+    /// The request body is larger than allowed.
+    PayloadTooLarge => "payload_too_large",
+    /// The request's JSON nests deeper than allowed.
+    JsonTooDeep => "json_too_deep",
+    /// Too many requests from this principal; retry later.
+    RateLimited => "rate_limited",
+    /// No such route, or no such id for the caller's tenant.
+    NotFound => "not_found",
+    /// The request is malformed: not JSON, missing or mistyped fields, bad query parameters.
+    BadRequest => "bad_request",
+    /// The request took longer than the server allows.
+    RequestTimeout => "request_timeout",
+    /// The server could not evaluate the request (a store failed); never an allow.
+    InternalError => "internal_error",
 }
 
 impl std::fmt::Display for Code {

@@ -4,6 +4,7 @@
 //! This module parses strings only; reading files is the caller's job through [`Files`].
 
 mod raw;
+mod runtime;
 mod validate;
 
 use std::collections::BTreeMap;
@@ -16,6 +17,7 @@ use crate::contract::{Mode, Registry};
 use crate::policy::PolicyEngine;
 use crate::principal::Principal;
 
+pub use runtime::{LlmSettings, RuntimeSettings};
 pub use validate::load;
 
 /// Where referenced files (schemas, policies) come from: a directory, or an embedded bundle.
@@ -104,6 +106,10 @@ pub struct Config {
     pub intake: IntakeLimits,
     /// Guard settings (`[guard]`).
     pub guard: GuardSettings,
+    /// Graph runs: checkpoints, deadlines, model budgets (`[runtime]`).
+    pub runtime: RuntimeSettings,
+    /// Which model answers (`[llm]`).
+    pub llm: LlmSettings,
 }
 
 /// Validated `[guard]` settings.

@@ -133,6 +133,10 @@ pub struct ToolContract {
     pub params: BTreeMap<String, ParamRule>,
     /// The compiled input schema.
     pub schema: Arc<CompiledSchema>,
+    /// Its results carry content written outside our control (tickets, web pages, retrieved
+    /// documents): a successful call taints its run, and the gate returns the result
+    /// spotlighted (`[tools.X] untrusted_output = true`; default false).
+    pub untrusted_output: bool,
 }
 
 impl ToolContract {

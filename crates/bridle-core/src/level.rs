@@ -39,13 +39,26 @@ pub struct LevelDecision {
 /// Why a change in a tainted run escalates (recorded in the audit event's reason).
 pub const TAINTED_RUN: &str = "the run has taken in untrusted content; changes need approval";
 
+/// [`TAINTED_RUN`] naming where the untrusted content came from (`output of \`fetch_ticket\``).
+pub fn tainted_run(source: &str) -> String {
+    if source.is_empty() {
+        TAINTED_RUN.to_owned()
+    } else {
+        format!("the run has taken in untrusted content ({source}); changes need approval")
+    }
+}
+
 /// [`decide`], then escalation for taint of the whole run: a `change` call in a run that has
-/// taken in untrusted content needs at least `approval`. Total; never lowers the level.
-pub fn decide_in_run(tool: &ToolContract, args: &Value, signals: &CallSignals, run_tainted: bool) -> LevelDecision {
+/// taken in untrusted content needs at least `approval`. `taint` says where that content came
+/// from (`None`: the run is clean; `Some("")`: tainted, source unknown). Total; never lowers
+/// the level.
+pub fn decide_in_run(tool: &ToolContract, args: &Value, signals: &CallSignals, taint: Option<&str>) -> LevelDecision {
     let mut decision = decide(tool, args, signals);
-    if run_tainted && tool.mode == crate::contract::Mode::Change {
+    if let Some(source) = taint
+        && tool.mode == crate::contract::Mode::Change
+    {
         decision.level = decision.level.max(ApprovalLevel::Approval);
-        decision.reasons.push(TAINTED_RUN.to_owned());
+        decision.reasons.push(tainted_run(source));
     }
     decision
 }

@@ -6,9 +6,12 @@
 pub mod answer;
 pub mod approval;
 pub mod audit;
+pub mod budget;
+pub mod checkpoint;
 pub mod code;
 pub mod config;
 pub mod contract;
+pub mod deadline;
 pub mod decision;
 pub mod guard;
 pub mod job;

@@ -10,6 +10,7 @@ use time::OffsetDateTime;
 
 use crate::approval::{ApprovalRequest, Grant};
 use crate::audit::{AuditEvent, AuditRecord};
+use crate::checkpoint::{Checkpoint, TaskWrites};
 use crate::decision::DecisionRecord;
 use crate::job::{Job, JobStatus};
 use crate::plan::PlanHash;
@@ -195,6 +196,20 @@ pub trait AuditLog: Send + Sync {
     async fn events(&self, tenant: &str, after: u64, limit: u32) -> StoreResult<Vec<AuditEvent>>;
 }
 
+/// Flags of a run that outlive a single call, kept durably per tenant and run: today, taint.
+///
+/// The gate sets taint when a tool whose contract marks its output untrusted returns a result,
+/// and reads it when it decides a change's approval level (step 7), so every later change in the
+/// run, from any process sharing the store, needs at least `approval`. Taint is never cleared.
+#[async_trait]
+pub trait RunFlags: Send + Sync {
+    /// Records that run `run_id` of `tenant` took in untrusted content, and why. The first
+    /// reason recorded is kept; tainting a tainted run changes nothing.
+    async fn taint(&self, tenant: &str, run_id: &str, reason: &str) -> StoreResult<()>;
+    /// Why the run is tainted, or `None` while it is not.
+    async fn tainted(&self, tenant: &str, run_id: &str) -> StoreResult<Option<String>>;
+}
+
 /// Decision records (one per LLM call).
 #[async_trait]
 pub trait DecisionLog: Send + Sync {
@@ -268,4 +283,25 @@ pub trait Adapter: Send + Sync {
     async fn change(&self, call: &AdapterCall) -> Result<Value, AdapterError>;
     /// Asks what became of a job whose outcome is unknown.
     async fn outcome(&self, job: &Job) -> Result<Outcome, AdapterError>;
+}
+
+/// Checkpoints of graph runs (see [`crate::checkpoint`]).
+///
+/// `put` replaces the checkpoint of the same thread and step (a resume records its values
+/// there) and drops that thread's checkpoints older than `keep` steps and the task writes of
+/// steps before `step`, so a thread's storage stays bounded.
+#[async_trait]
+pub trait Checkpointer: Send + Sync {
+    /// Stores a checkpoint, keeping at most `keep` (≥ 1) of the thread's newest.
+    async fn put(&self, checkpoint: &Checkpoint, keep: u32) -> StoreResult<()>;
+    /// Stores the writes of one finished task of the step `step` (replacing the same task's).
+    async fn put_writes(&self, thread_id: &str, step: u64, writes: &TaskWrites) -> StoreResult<()>;
+    /// The thread's newest checkpoint.
+    async fn latest(&self, thread_id: &str) -> StoreResult<Option<Checkpoint>>;
+    /// The stored task writes of a step, in the order they were stored.
+    async fn writes(&self, thread_id: &str, step: u64) -> StoreResult<Vec<TaskWrites>>;
+    /// Steps of the thread's stored checkpoints, oldest first.
+    async fn steps(&self, thread_id: &str) -> StoreResult<Vec<u64>>;
+    /// Deletes everything stored for the thread.
+    async fn delete_thread(&self, thread_id: &str) -> StoreResult<()>;
 }

@@ -58,10 +58,15 @@ pub struct RunContext {
     pub call_limit: Option<u64>,
     /// Set when the run was cancelled.
     pub cancelled: bool,
-    /// Set once the run has taken in untrusted content (a tool output marked untrusted, a
-    /// retrieved document); every later `change` call needs at least `approval`.
+    /// Set by the caller once the run has taken in untrusted content (a retrieved document);
+    /// every later `change` call needs at least `approval`. The gate also records taint itself,
+    /// in the store's `RunFlags`, when a tool marked `untrusted_output` returns a result.
     #[serde(default)]
     pub tainted: bool,
+    /// The session canary placed in the model's system prompt: a tool result containing it is
+    /// withheld with `output_blocked` (gate step 11).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canary: Option<String>,
 }
 
 impl RunContext {
@@ -74,6 +79,7 @@ impl RunContext {
             call_limit: None,
             cancelled: false,
             tainted: false,
+            canary: None,
         }
     }
 }

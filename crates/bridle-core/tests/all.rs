@@ -3,6 +3,7 @@
 
 mod suite {
     mod answer;
+    mod budget;
     mod config;
     mod guard;
     mod laws;

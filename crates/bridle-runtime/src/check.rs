@@ -8,6 +8,8 @@ use std::sync::Arc;
 
 use bridle_core::answer::{Format, IntakeLimits, Span, parse_answer};
 use bridle_core::config::Config;
+use bridle_core::guard::GuardError;
+use bridle_core::guard::scanner::GuardScanner;
 use bridle_core::ports::SystemClock;
 use bridle_core::{Code, Principal, RunContext};
 use serde::{Deserialize, Serialize};
@@ -81,10 +83,12 @@ pub fn workbench_principal(config: &Config) -> Option<Principal> {
     config.principals.get(WORKBENCH_PRINCIPAL).cloned()
 }
 
-/// A gate over `config` and `stores` with the in-process adapters (built-in tools, memory).
-pub fn gate(config: Arc<Config>, stores: Stores) -> Gate {
+/// A gate over `config` and `stores` with the in-process adapters (built-in tools, memory) and
+/// the guard's scanner on `scan = true` arguments (limits from `[guard]`).
+pub fn gate(config: Arc<Config>, stores: Stores) -> Result<Gate, GuardError> {
     let (router, _memory) = adapter::in_process(&config);
-    Gate::new(config, stores, router, Arc::new(SystemClock))
+    let scanner = Arc::new(GuardScanner::from_settings(&config.guard)?);
+    Ok(Gate::new(config, stores, router, Arc::new(SystemClock)).with_scanner(scanner))
 }
 
 /// Reads `answer` and runs each call through `gate` as `principal` in `run`.

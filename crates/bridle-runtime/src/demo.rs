@@ -8,6 +8,8 @@ use std::sync::Arc;
 use bridle_core::audit::{Decision, EventKind};
 use bridle_core::config::Config;
 use bridle_core::contract::ApprovalLevel;
+use bridle_core::guard::GuardError;
+use bridle_core::guard::scanner::GuardScanner;
 use bridle_core::ports::BudgetKind;
 use bridle_core::{Code, Principal, RunContext};
 use serde_json::{Value, json};
@@ -46,6 +48,9 @@ pub enum DemoError {
     /// An approval fixture could not be created.
     #[error("approval fixture")]
     Approval(#[from] ApprovalError),
+    /// The guard's scanner could not be built.
+    #[error("guard")]
+    Guard(#[from] GuardError),
 }
 
 struct Demo {
@@ -71,7 +76,8 @@ pub async fn run(config: Arc<Config>, stores: Stores) -> Result<DemoReport, Demo
     }
     let clock = Arc::new(ManualClock::new(T0 + Duration::seconds(10)));
     let adapter = Arc::new(MemoryAdapter::from_config(&config));
-    let gate = Gate::new(config, stores, adapter.clone(), clock.clone());
+    let scanner = Arc::new(GuardScanner::from_settings(&config.guard)?);
+    let gate = Gate::new(config, stores, adapter.clone(), clock.clone()).with_scanner(scanner);
     let mut run = RunContext::new("run-101", "inc-42");
     run.deadline = Some(T0 + Duration::seconds(120));
     run.call_limit = Some(20);

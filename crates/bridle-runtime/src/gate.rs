@@ -2,11 +2,12 @@
 //! failing step rejects with a stable code. Every call appends one audit event.
 //!
 //! 2 run state → 3 contract → 4 guard → 5 policy → 6 state rules → 7 approval level →
-//! 8 idempotency → 9 approval binding → 10 execute. (1, intake, and 11, output, wrap this.)
+//! 8 idempotency → 9 approval binding → 10 execute → 11 output. (1, intake, wraps this.)
 //! A store that cannot answer is a [`GateError`], never an "allow".
 
 mod binding;
 mod execute;
+pub(crate) mod output;
 mod run_state;
 mod state_rules;
 mod trace;
@@ -25,7 +26,10 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use crate::store::Stores;
+use output::OutputGuard;
 use trace::Trace;
+
+pub use output::{OutputReport, Spotlight};
 
 /// The tool recorded in a metadata-only audit event for a name that is not registered.
 pub const UNREGISTERED: &str = "(unregistered)";
@@ -123,6 +127,25 @@ pub struct CallOutcome {
     /// True when this answer is the stored result of an earlier call with the same key.
     #[serde(default)]
     pub idempotent_replay: bool,
+    /// Step 11's report on an executed result; absent when nothing was masked and the tool's
+    /// output is trusted. The `result` itself keeps its JSON shape with every string leaf and
+    /// key masked in place (`"mail [pii:email]"`); beside it:
+    ///
+    /// ```json
+    /// "output": {
+    ///   "masked": {"pii:email": 1, "secret:aws_access_key": 2},
+    ///   "spotlight": {"text": "<<UNTRUSTED K7QW2M>>\n{…masked result as JSON…}\n<</UNTRUSTED K7QW2M>>",
+    ///                 "delimiter": "K7QW2M", "closing_delimiter_in_result": false}
+    /// }
+    /// ```
+    ///
+    /// `spotlight` is present for a tool marked `untrusted_output`: hand its `text` to a model
+    /// rather than `result`. The delimiter is fixed per run (`spotlight::run_seed` of tenant and
+    /// run id); `closing_delimiter_in_result` flags a result that contains it (an attempt to
+    /// break out). A result containing the run's canary is not returned at all: the call is
+    /// rejected with `output_blocked` although it executed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<OutputReport>,
 }
 
 impl CallOutcome {
@@ -197,12 +220,15 @@ pub struct Gate {
     pub(crate) adapter: Arc<dyn Adapter>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) scanner: Option<Arc<dyn ArgumentScanner>>,
+    pub(crate) output: Arc<OutputGuard>,
 }
 
 impl Gate {
-    /// A gate without an argument scanner.
+    /// A gate without an argument scanner. Output guarding (step 11) is always on, built from
+    /// the configuration's `[guard]` section.
     pub fn new(config: Arc<Config>, stores: Stores, adapter: Arc<dyn Adapter>, clock: Arc<dyn Clock>) -> Self {
-        Self { config, stores, adapter, clock, scanner: None }
+        let output = Arc::new(OutputGuard::new(&config.guard));
+        Self { config, stores, adapter, clock, scanner: None, output }
     }
 
     /// Adds the scanner used at step 4.
@@ -295,13 +321,15 @@ impl Gate {
         // 6. state rules (after policy: an unauthorized caller never triggers a read)
         state_rules::check(self, principal, &tool, &req.arguments, t).await?;
         // 7. approval level
-        let level = level::decide_in_run(&tool, &req.arguments, &req.signals, run.tainted);
+        let taint = self.run_taint(principal, run, &tool).await?;
+        let level = level::decide_in_run(&tool, &req.arguments, &req.signals, taint.as_deref());
         t.level = Some(level.level);
         if tool.mode == Mode::Read && level.level == ApprovalLevel::Auto {
             if req.dry_run {
                 return Ok((Verdict::DryRun { would_reject: None }, Decision::DryRun));
             }
-            return execute::read(self, principal, &tool, &req.arguments, t).await;
+            // 10. execute, 11. output
+            return execute::read(self, principal, run, &tool, &req.arguments, t).await;
         }
         // 8. idempotency
         if let Some(key) = &req.idempotency_key
@@ -315,8 +343,26 @@ impl Gate {
         if req.dry_run {
             return Ok((Verdict::DryRun { would_reject: None }, Decision::DryRun));
         }
-        // 10. execute
-        execute::change(self, &proposal, consume, t).await
+        // 10. execute, 11. output
+        execute::change(self, &proposal, run, consume, t).await
+    }
+
+    /// Where the run's untrusted content came from, if it took any in: the caller's flag
+    /// (`Some("")`), else the store's record. Only a `change` can escalate on taint, so only a
+    /// change pays the store read (one per call).
+    async fn run_taint(
+        &self,
+        principal: &Principal,
+        run: &RunContext,
+        tool: &ToolContract,
+    ) -> Result<Option<String>, Stop> {
+        if tool.mode != Mode::Change {
+            return Ok(None);
+        }
+        if run.tainted {
+            return Ok(Some(String::new()));
+        }
+        Ok(self.stores.run_flags.tainted(&principal.tenant, &run.run_id).await?)
     }
 
     fn scan(&self, tool: &ToolContract, args: &Value) -> Result<(), Rejection> {

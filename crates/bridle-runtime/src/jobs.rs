@@ -7,7 +7,8 @@ use bridle_core::{Code, Rejection};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::gate::{CallOutcome, Gate, GateError, Verdict};
+use crate::gate::output::Guarded;
+use crate::gate::{CallOutcome, Gate, GateError, OutputReport, Verdict};
 
 /// What reconciliation did to one job.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -29,10 +30,13 @@ impl Gate {
                 continue;
             }
             let to = match self.adapter.outcome(&job).await {
-                Ok(Outcome::Applied(result)) => self.settle(&job, JobStatus::Succeeded, Verdict::Ok { result }).await?,
+                Ok(Outcome::Applied(result)) => {
+                    let (verdict, output) = self.guard_settled(&job, result);
+                    self.settle(&job, JobStatus::Succeeded, verdict, output).await?
+                }
                 Ok(Outcome::NotApplied) => {
                     let r = Rejection::new(Code::AdapterFailed, "the adapter reports the change was not applied");
-                    self.settle(&job, JobStatus::Failed, Verdict::Rejected { rejection: r }).await?
+                    self.settle(&job, JobStatus::Failed, Verdict::Rejected { rejection: r }, None).await?
                 }
                 Ok(Outcome::Unknown) | Err(AdapterError::Timeout | AdapterError::Lost(_)) => JobStatus::Unknown,
                 Err(e) => {
@@ -45,7 +49,24 @@ impl Gate {
         Ok(out)
     }
 
-    async fn settle(&self, job: &Job, to: JobStatus, verdict: Verdict) -> Result<JobStatus, GateError> {
+    /// Gate step 11 for a result learned by reconciliation (no canary is known here; the run was
+    /// tainted before the job was reserved).
+    fn guard_settled(&self, job: &Job, result: Value) -> (Verdict, Option<OutputReport>) {
+        let untrusted = self.config.registry.get(&job.plan.tool).is_some_and(|t| t.untrusted_output);
+        let scope = (job.tenant.as_str(), job.plan.run_id.as_str());
+        match self.output.guard(&job.plan.tool, untrusted, scope, None, result) {
+            Guarded::Pass(result, report) => (Verdict::Ok { result }, report),
+            Guarded::Withheld(rejection) => (Verdict::Rejected { rejection }, None),
+        }
+    }
+
+    async fn settle(
+        &self,
+        job: &Job,
+        to: JobStatus,
+        verdict: Verdict,
+        output: Option<OutputReport>,
+    ) -> Result<JobStatus, GateError> {
         let mut outcome =
             job.outcome.as_ref().and_then(|o| serde_json::from_value::<CallOutcome>(o.clone()).ok()).unwrap_or_else(
                 || CallOutcome {
@@ -58,9 +79,11 @@ impl Gate {
                     job_id: Some(job.id.clone()),
                     executor_identity: Some(job.executor.clone()),
                     idempotent_replay: false,
+                    output: None,
                 },
             );
         outcome.verdict = verdict;
+        outcome.output = output;
         let stored = serde_json::to_value(&outcome).unwrap_or(Value::Null);
         let moved =
             self.stores.jobs.transition(&job.id, JobStatus::Unknown, to, Some(&stored), self.clock.now()).await?;

@@ -3,14 +3,22 @@
 //! seed-004 demo.
 
 pub mod adapter;
+pub mod agent;
 pub mod approvals;
 pub mod audit;
+pub mod bench;
 pub mod bundled;
+pub mod cancel;
 pub mod check;
+pub mod checkpoint;
 pub mod clock;
 pub mod demo;
 pub mod gate;
+pub mod graph;
 pub mod jobs;
+pub mod llm;
+pub mod pipelines;
+pub mod runtime;
 pub mod store;
 
 pub use gate::{CallOutcome, CallRequest, Gate, GateError, Verdict};

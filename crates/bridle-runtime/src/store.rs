@@ -5,11 +5,12 @@
 //! approval in the same transaction.
 
 pub mod memory;
+pub mod postgres;
 pub mod sqlite;
 
 use std::sync::Arc;
 
-use bridle_core::ports::{ApprovalLedger, AuditLog, BudgetStore, DecisionLog, JobStore, StoreError};
+use bridle_core::ports::{ApprovalLedger, AuditLog, BudgetStore, DecisionLog, JobStore, RunFlags, StoreError};
 
 pub use memory::MemoryStore;
 pub use sqlite::SqliteStore;
@@ -27,6 +28,8 @@ pub struct Stores {
     pub audit: Arc<dyn AuditLog>,
     /// Decision log.
     pub decisions: Arc<dyn DecisionLog>,
+    /// Run flags (taint).
+    pub run_flags: Arc<dyn RunFlags>,
     /// The URL it was opened from (`memory` for the in-memory store).
     pub url: String,
 }
@@ -35,14 +38,15 @@ impl Stores {
     /// All ports from one backend value.
     pub fn from_backend<S>(backend: Arc<S>, url: &str) -> Self
     where
-        S: ApprovalLedger + JobStore + BudgetStore + AuditLog + DecisionLog + 'static,
+        S: ApprovalLedger + JobStore + BudgetStore + AuditLog + DecisionLog + RunFlags + 'static,
     {
         Self {
             approvals: backend.clone(),
             jobs: backend.clone(),
             budgets: backend.clone(),
             audit: backend.clone(),
-            decisions: backend,
+            decisions: backend.clone(),
+            run_flags: backend,
             url: url.to_owned(),
         }
     }

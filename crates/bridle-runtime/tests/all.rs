@@ -2,15 +2,21 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
 mod suite {
+    mod analysis;
     mod approvals;
     mod bad_input;
+    mod checkpoint_contract;
     mod codes;
     mod demo;
     mod gate_matrix;
+    mod graph;
     mod guard;
+    mod guard_taint;
     mod idempotency;
     mod laws;
+    mod llm;
     mod race;
+    mod runtime;
     mod store_contract;
     mod support;
     mod workbench;

@@ -26,6 +26,10 @@ pub(super) struct RawConfig {
     pub intake: RawIntake,
     #[serde(default)]
     pub guard: RawGuard,
+    #[serde(default)]
+    pub runtime: super::runtime::RawRuntime,
+    #[serde(default)]
+    pub llm: Option<super::runtime::RawLlm>,
 }
 
 /// `[guard]`: channel limits and sensitive terms; every field optional.
@@ -86,6 +90,8 @@ pub(super) struct RawTool {
     pub input_schema: Option<toml::Value>,
     #[serde(default)]
     pub params: BTreeMap<String, ParamRule>,
+    #[serde(default)]
+    pub untrusted_output: bool,
 }
 
 #[derive(Debug, Deserialize)]

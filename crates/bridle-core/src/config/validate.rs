@@ -23,10 +23,10 @@ const MAX_INTAKE_CALLS: usize = 100;
 const MAX_INTAKE_CHARS: usize = 1_000_000;
 
 #[derive(Default)]
-struct Errors(Vec<ConfigError>);
+pub(super) struct Errors(Vec<ConfigError>);
 
 impl Errors {
-    fn push(&mut self, at: impl Into<String>, message: impl Into<String>) {
+    pub(super) fn push(&mut self, at: impl Into<String>, message: impl Into<String>) {
         self.0.push(ConfigError { at: at.into(), message: message.into() });
     }
 }
@@ -100,6 +100,8 @@ pub fn load(text: &str, files: &dyn Files) -> Result<Config, ConfigErrors> {
     }
 
     let guard = guard_settings(&raw.guard, &mut errors);
+    let runtime = super::runtime::runtime_settings(&raw.runtime, &mut errors);
+    let llm = super::runtime::llm_settings(raw.llm.as_ref(), files, &mut errors);
 
     let policy = load_policy(&raw.policy, &registry, files, &mut errors);
 
@@ -114,6 +116,8 @@ pub fn load(text: &str, files: &dyn Files) -> Result<Config, ConfigErrors> {
             memory_adapter,
             intake,
             guard,
+            runtime,
+            llm,
         }),
         _ => Err(ConfigErrors(errors.0)),
     }
@@ -240,6 +244,7 @@ fn tool_contract(
         resource: tool.resource.clone(),
         params: tool.params.clone(),
         schema: Arc::new(schema?),
+        untrusted_output: tool.untrusted_output,
     })
 }
 

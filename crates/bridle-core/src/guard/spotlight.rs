@@ -51,6 +51,26 @@ pub struct Spotlit {
     pub closing_delimiter_in_document: bool,
 }
 
+/// The spotlight seed of one run: the first four bytes (big-endian) of
+/// SHA-256(`bridle-spotlight` 0x1F tenant 0x1F run id). Every result spotlighted in a run gets
+/// the same delimiter, in any process, so a system prompt can name it and a replay reproduces it.
+/// It is predictable to whoever knows the run id, and needs not be secret: a document that
+/// contains the delimiter is flagged by exact match, so knowing it only gets a forgery caught.
+pub fn run_seed(tenant: &str, run_id: &str) -> u32 {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(b"bridle-spotlight\x1f");
+    h.update(tenant.as_bytes());
+    h.update(b"\x1f");
+    h.update(run_id.as_bytes());
+    let digest = h.finalize();
+    let mut first = [0_u8; 4];
+    for (dst, src) in first.iter_mut().zip(digest.iter()) {
+        *dst = *src;
+    }
+    u32::from_be_bytes(first)
+}
+
 /// The closing marker for `delimiter`.
 pub fn closing(delimiter: &str) -> String {
     format!("<</UNTRUSTED {delimiter}>>")
@@ -95,6 +115,15 @@ mod tests {
         assert_eq!([g.next_u32(), g.next_u32(), g.next_u32()], [0xA087_EAF3, 0x00B3_49C9, 0x8706_C4EB]);
         assert_eq!(Mulberry32::new(1).delimiter(), "WAS98J");
         assert_eq!(Mulberry32::new(42).delimiter(), "VQ5XFS");
+    }
+
+    #[test]
+    fn a_run_seed_is_stable_and_depends_on_tenant_and_run() {
+        assert_eq!(run_seed("tenant-a", "run-101"), run_seed("tenant-a", "run-101"));
+        assert_ne!(run_seed("tenant-a", "run-101"), run_seed("tenant-a", "run-102"));
+        assert_ne!(run_seed("tenant-a", "run-101"), run_seed("tenant-b", "run-101"));
+        // The separator keeps `ab`/`c` and `a`/`bc` apart.
+        assert_ne!(run_seed("ab", "c"), run_seed("a", "bc"));
     }
 
     #[test]

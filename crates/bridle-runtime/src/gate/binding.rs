@@ -44,6 +44,8 @@ pub(super) fn stored_answer(job: Job, plan_hash: &PlanHash, t: &mut Trace) -> Re
     match stored {
         Some(stored) if job.status.is_final() => {
             t.idempotent_replay = true;
+            // The stored result was guarded at step 11 when it ran; its report travels with it.
+            t.output = stored.output;
             Ok((stored.verdict, Decision::Replayed))
         }
         _ => Err(Rejection::new(

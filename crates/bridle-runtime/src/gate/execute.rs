@@ -1,8 +1,14 @@
-//! Gate step 10: run the call through the adapter with the tool's executor identity and timeout.
+//! Gate step 10: run the call through the adapter with the tool's executor identity and timeout,
+//! then hand a result to step 11 (`output.rs`) before it goes anywhere.
 //!
 //! Reads go straight to the adapter. Changes become jobs: reserved (consuming the approval in
 //! the same transaction), dispatched, then succeeded, failed or unknown — each transition stored
 //! before the next step. A change whose outcome is unknown is never retried automatically.
+//!
+//! Run taint for a tool marked `untrusted_output`: a read taints its run after the adapter
+//! answered; a job taints it before it is reserved, because once a side effect may have happened
+//! a failing store must not leave a settled job whose result escaped untainted. (A reservation
+//! refused after that leaves the run tainted: the safe side.)
 
 use std::time::Instant;
 
@@ -10,10 +16,11 @@ use bridle_core::audit::Decision;
 use bridle_core::contract::{Mode, ToolContract};
 use bridle_core::job::{Job, JobStatus};
 use bridle_core::ports::{AdapterCall, AdapterError, Consume, Reserved};
-use bridle_core::{Code, Principal, Rejection};
+use bridle_core::{Code, Principal, Rejection, RunContext};
 use serde_json::{Value, json};
 
 use super::binding::stored_answer;
+use super::output;
 use super::trace::Trace;
 use super::{Gate, Proposal, Stop, Verdict, elapsed_us};
 
@@ -21,6 +28,7 @@ use super::{Gate, Proposal, Stop, Verdict, elapsed_us};
 pub(super) async fn read(
     gate: &Gate,
     principal: &Principal,
+    run: &RunContext,
     tool: &ToolContract,
     args: &Value,
     t: &mut Trace,
@@ -37,7 +45,10 @@ pub(super) async fn read(
     let answer = tokio::time::timeout(tool.timeout, gate.adapter.read(&call)).await;
     t.adapter_us += elapsed_us(started);
     match answer {
-        Ok(Ok(result)) => Ok((Verdict::Ok { result }, Decision::Executed)),
+        Ok(Ok(result)) => {
+            output::taint(gate, tool, principal, run, t).await?;
+            Ok((guarded(gate, tool, principal, run, result, t), Decision::Executed))
+        }
         Ok(Err(e)) => Err(adapter_rejection(&e).into()),
         Err(_) => Err(timeout(tool).into()),
     }
@@ -47,6 +58,7 @@ pub(super) async fn read(
 pub(super) async fn change(
     gate: &Gate,
     p: &Proposal<'_>,
+    run: &RunContext,
     consume: Option<Consume>,
     t: &mut Trace,
 ) -> Result<(Verdict, Decision), Stop> {
@@ -66,6 +78,7 @@ pub(super) async fn change(
         created_at: now,
         updated_at: now,
     };
+    output::taint(gate, tool, principal, run, t).await?;
     let jobs = &gate.stores.jobs;
     match jobs.reserve(&job, consume.as_ref()).await? {
         Reserved::Reserved => {}
@@ -91,7 +104,7 @@ pub(super) async fn change(
     };
     t.adapter_us += elapsed_us(started);
     let (status, verdict, decision) = match answer {
-        Ok(Ok(result)) => (JobStatus::Succeeded, Verdict::Ok { result }, Decision::Executed),
+        Ok(Ok(result)) => (JobStatus::Succeeded, guarded(gate, tool, principal, run, result, t), Decision::Executed),
         Ok(Err(e)) => {
             let status = if matches!(e, AdapterError::Lost(_) | AdapterError::Timeout) {
                 JobStatus::Unknown
@@ -105,6 +118,21 @@ pub(super) async fn change(
     let stored = serde_json::to_value(t.outcome(verdict.clone())).unwrap_or(Value::Null);
     jobs.transition(&job.id, JobStatus::Dispatched, status, Some(&stored), gate.clock.now()).await?;
     Ok((verdict, decision))
+}
+
+/// Step 11: the masked (and for untrusted output, spotlighted) result, or its withholding.
+fn guarded(
+    gate: &Gate,
+    tool: &ToolContract,
+    principal: &Principal,
+    run: &RunContext,
+    result: Value,
+    t: &mut Trace,
+) -> Verdict {
+    match output::finish(gate, tool, principal, run, result, t) {
+        Ok(result) => Verdict::Ok { result },
+        Err(rejection) => Verdict::Rejected { rejection },
+    }
 }
 
 fn timeout(tool: &ToolContract) -> Rejection {

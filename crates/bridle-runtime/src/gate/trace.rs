@@ -9,6 +9,7 @@ use bridle_core::plan::PlanHash;
 use bridle_core::{Principal, RunContext};
 use time::OffsetDateTime;
 
+use super::output::OutputReport;
 use super::{CallOutcome, Verdict, elapsed_us};
 
 pub(crate) struct Trace {
@@ -25,6 +26,8 @@ pub(crate) struct Trace {
     pub policy_us: u64,
     pub adapter_us: u64,
     pub idempotent_replay: bool,
+    /// What step 11 did to the result.
+    pub output: Option<OutputReport>,
 }
 
 impl Trace {
@@ -44,6 +47,7 @@ impl Trace {
             policy_us: 0,
             adapter_us: 0,
             idempotent_replay: false,
+            output: None,
         }
     }
 
@@ -58,6 +62,7 @@ impl Trace {
             job_id: self.job_id.clone(),
             executor_identity: self.executor.clone(),
             idempotent_replay: self.idempotent_replay,
+            output: self.output.clone(),
         }
     }
 
@@ -90,7 +95,11 @@ impl Trace {
             approver: self.approver.clone(),
             decision: Some(decision),
             code: rejection.map(|r| r.code.as_str().to_owned()),
-            reason: rejection.map(|r| r.message.clone()),
+            // An executed call's reason says what step 11 masked (kinds and counts, never text).
+            reason: rejection.map_or_else(
+                || outcome.output.as_ref().and_then(OutputReport::audit_note),
+                |r| Some(r.message.clone()),
+            ),
             timings: Timings {
                 total_us: elapsed_us(self.started),
                 policy_us: self.policy_us,

@@ -11,8 +11,8 @@ use bridle_core::decision::DecisionRecord;
 use bridle_core::job::{Job, JobStatus};
 use bridle_core::plan::PlanHash;
 use bridle_core::ports::{
-    ApprovalLedger, AuditLog, BudgetKind, BudgetStore, Consume, Debit, DecisionLog, JobStore, Reserved, StoreError,
-    StoreResult,
+    ApprovalLedger, AuditLog, BudgetKind, BudgetStore, Consume, Debit, DecisionLog, JobStore, Reserved, RunFlags,
+    StoreError, StoreResult,
 };
 use serde_json::Value;
 use time::OffsetDateTime;
@@ -25,6 +25,7 @@ struct Inner {
     budgets: HashMap<(String, String, BudgetKind), u64>,
     audit: BTreeMap<String, Vec<AuditEvent>>,
     decisions: Vec<DecisionRecord>,
+    taints: HashMap<(String, String), String>,
 }
 
 /// All ports in memory.
@@ -234,6 +235,18 @@ impl BudgetStore for MemoryStore {
 
     async fn used(&self, tenant: &str, run_id: &str, kind: BudgetKind) -> StoreResult<u64> {
         Ok(self.lock()?.budgets.get(&(tenant.to_owned(), run_id.to_owned(), kind)).copied().unwrap_or(0))
+    }
+}
+
+#[async_trait]
+impl RunFlags for MemoryStore {
+    async fn taint(&self, tenant: &str, run_id: &str, reason: &str) -> StoreResult<()> {
+        self.lock()?.taints.entry(key(tenant, run_id)).or_insert_with(|| reason.to_owned());
+        Ok(())
+    }
+
+    async fn tainted(&self, tenant: &str, run_id: &str) -> StoreResult<Option<String>> {
+        Ok(self.lock()?.taints.get(&key(tenant, run_id)).cloned())
     }
 }
 

@@ -15,7 +15,8 @@ mod audit;
 mod budgets;
 mod decisions;
 mod jobs;
-mod migrate;
+pub(crate) mod migrate;
+mod run_flags;
 
 use std::path::Path;
 use std::str::FromStr;
@@ -103,13 +104,13 @@ impl SqliteStore {
 }
 
 /// Whether a URL names an in-memory database (as sqlx parses it).
-fn is_in_memory(url: &str) -> bool {
+pub(crate) fn is_in_memory(url: &str) -> bool {
     let rest = url.trim_start_matches("sqlite://").trim_start_matches("sqlite:");
     let (database, params) = rest.split_once('?').unwrap_or((rest, ""));
     database == ":memory:" || params.split('&').any(|p| p == "mode=memory")
 }
 
-fn create_parent_dir(file: &Path) -> StoreResult<()> {
+pub(crate) fn create_parent_dir(file: &Path) -> StoreResult<()> {
     match file.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => std::fs::create_dir_all(dir)
             .map_err(|e| StoreError::Unavailable(format!("cannot create `{}`: {e}", dir.display()))),
@@ -118,7 +119,7 @@ fn create_parent_dir(file: &Path) -> StoreResult<()> {
 }
 
 /// Maps a driver error: undecodable rows are corrupt data, everything else an unavailable store.
-fn db_err(e: sqlx::Error) -> StoreError {
+pub(crate) fn db_err(e: sqlx::Error) -> StoreError {
     match e {
         sqlx::Error::ColumnDecode { .. }
         | sqlx::Error::Decode(_)

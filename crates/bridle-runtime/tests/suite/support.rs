@@ -98,7 +98,7 @@ pub fn run() -> RunContext {
     r
 }
 
-const FAB_TOML: &str = r#"
+pub const FAB_TOML: &str = r#"
 [policy]
 schema = "fab.cedarschema"
 files = ["fab.cedar"]
@@ -154,7 +154,7 @@ key = "etch-01"
 state = { temp_celsius = 380 }
 "#;
 
-const FAB_SCHEMA: &str = r#"
+pub const FAB_SCHEMA: &str = r#"
 namespace Bridle {
   entity Principal = { tenant: String, services: Set<String>, scopes: Set<String> };
   entity Resource = { tenant: String, kind: String, name: String };
@@ -166,7 +166,7 @@ namespace Bridle {
 }
 "#;
 
-const FAB_POLICY: &str = r#"
+pub const FAB_POLICY: &str = r#"
 @id("equipment-held")
 permit (principal, action, resource)
 when { resource.tenant == principal.tenant && principal.scopes.contains(context.scope)
@@ -180,4 +180,22 @@ pub fn fab_config() -> Config {
         _ => Err(format!("no file `{p}`")),
     };
     load(FAB_TOML, &files).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The PostgreSQL URL the PostgreSQL tests use (`BRIDLE_TEST_POSTGRES_URL`, e.g.
+/// `postgres://postgres@127.0.0.1:5432/test`). `None` (after printing why) means skip the test;
+/// under `CI=true` an unset variable panics instead, so a green CI always ran PostgreSQL. A set
+/// URL whose server cannot be reached fails the test where it connects.
+pub fn postgres_url() -> Option<String> {
+    match std::env::var("BRIDLE_TEST_POSTGRES_URL") {
+        Ok(url) if !url.trim().is_empty() => Some(url),
+        _ => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "BRIDLE_TEST_POSTGRES_URL is unset but CI=true: the PostgreSQL tests must run in CI"
+            );
+            eprintln!("skipped: BRIDLE_TEST_POSTGRES_URL is unset, so the PostgreSQL tests do not run");
+            None
+        }
+    }
 }

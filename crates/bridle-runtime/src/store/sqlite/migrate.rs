@@ -16,8 +16,17 @@ struct Migration {
 }
 
 /// Every migration, oldest first. Never edit a shipped one; append a new file instead.
-const MIGRATIONS: &[Migration] =
-    &[Migration { version: 1, name: "init", sql: include_str!("../../../migrations/sqlite/0001_init.sql") }];
+const MIGRATIONS: &[Migration] = &[
+    Migration { version: 1, name: "init", sql: include_str!("../../../migrations/sqlite/0001_init.sql") },
+    Migration { version: 2, name: "checkpoints", sql: include_str!("../../../migrations/sqlite/0002_checkpoints.sql") },
+    Migration { version: 3, name: "run_taint", sql: include_str!("../../../migrations/sqlite/0003_run_taint.sql") },
+];
+
+/// The SQL of every migration, oldest first (for a throwaway in-memory database opened by
+/// another driver).
+pub(crate) fn scripts() -> impl Iterator<Item = &'static str> {
+    MIGRATIONS.iter().map(|m| m.sql)
+}
 
 const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
     version    INTEGER NOT NULL PRIMARY KEY,
@@ -26,7 +35,7 @@ const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
 ) STRICT";
 
 /// Brings the schema up to date through the writer connection.
-pub(super) async fn run(writer: &SqlitePool) -> StoreResult<()> {
+pub(crate) async fn run(writer: &SqlitePool) -> StoreResult<()> {
     sqlx::query(CREATE_TABLE).execute(writer).await.map_err(db_err)?;
     let newest: Option<i64> =
         sqlx::query_scalar("SELECT MAX(version) FROM schema_migrations").fetch_one(writer).await.map_err(db_err)?;

@@ -1,0 +1,44 @@
+//! `bridle serve`: builds the runtime from the configuration, serves the HTTP API until Ctrl-C
+//! or SIGTERM, then shuts the runtime down. Argument handling and printing only.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use bridle_runtime::runtime::RuntimeBuilder;
+use bridle_server::auth::AuthConfig;
+use bridle_server::limits::Limits;
+use bridle_server::serve::{DEFAULT_LISTEN, serve, shutdown_signal};
+use bridle_server::{AppState, router};
+
+use super::out;
+
+/// Serves on `listen` (else `BRIDLE_LISTEN`, else 127.0.0.1:8080).
+pub async fn run(config: Option<&Path>, db: Option<&str>, listen: Option<&str>) -> anyhow::Result<ExitCode> {
+    let auth = AuthConfig::from_env().context("cannot verify tokens")?;
+    let config = Arc::new(super::config(config)?);
+    let mut builder = RuntimeBuilder::new(config);
+    if let Some(db) = db {
+        builder = builder.store_url(db);
+    }
+    let runtime = builder.build().await.context("building the runtime")?;
+    let state = AppState::new(runtime.gate.clone(), &auth, Limits::default())?;
+    let env_listen = std::env::var("BRIDLE_LISTEN").ok().filter(|v| !v.is_empty());
+    let addr = listen.map(str::to_owned).or(env_listen).unwrap_or_else(|| DEFAULT_LISTEN.to_owned());
+    let listener = tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("cannot listen on `{addr}`"))?;
+    let local = listener.local_addr().context("reading the listen address")?;
+    out::line(&format!("bridle serving on http://{local} (store `{}`)", runtime.stores.url))?;
+    out::line(&format!(
+        "  API: http://{local}/v1/...   OpenAPI: http://{local}/openapi.json   health: http://{local}/healthz"
+    ))?;
+    out::line(
+        "  token: bridle token issue --subject requester-1 --tenant tenant-a --services checkout \
+         --scopes service:read,service:scale --ttl 1h   (same BRIDLE_JWT_SECRET)",
+    )?;
+    out::line("  stop with Ctrl-C")?;
+    serve(listener, router(state), shutdown_signal()).await.context("serving")?;
+    out::line("bridle: shutting down")?;
+    runtime.shutdown().await;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,41 @@
+//! `bridle bench runtime --json`: one JSON line with every key of the LangGraph anchor, each
+//! with a median, its samples and a unit.
+
+use serde_json::Value;
+
+use super::support::{bridle, text};
+
+#[test]
+fn the_runtime_benchmark_prints_every_key_with_samples_and_units() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = bridle(&["bench", "runtime", "--json", "--samples", "1"], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert_eq!(stdout.lines().count(), 1, "one JSON line: {stdout}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let results = report["results"].as_object().unwrap();
+    let keys = [
+        ("linear_invoke_us_per_step", "us"),
+        ("linear_invoke_us_per_run", "us"),
+        ("single_node_invoke_us_per_run", "us"),
+        ("fanout_send_us_per_run", "us"),
+        ("loop_us_per_iteration", "us"),
+        ("linear_memory_saver_us_per_step", "us"),
+        ("linear_sqlite_syncnormal_us_per_step", "us"),
+        ("linear_sqlite_strict_us_per_step", "us"),
+        ("interrupt_static_sqlite_syncnormal_ms", "ms"),
+        ("interrupt_static_sqlite_strict_ms", "ms"),
+        ("sqlite_raw_commit_full_us", "us"),
+        ("sqlite_raw_commit_normal_us", "us"),
+    ];
+    assert_eq!(results.len(), keys.len(), "{results:?}");
+    for (key, unit) in keys {
+        let m = &results[key];
+        assert_eq!(m["unit"], unit, "{key}");
+        let samples = m["samples"].as_array().unwrap();
+        assert_eq!(samples.len(), 1, "{key}");
+        assert!(m["median"].as_f64().unwrap() > 0.0, "{key}: {m}");
+    }
+    // the benchmark's SQLite files live in a temporary directory, not beside the caller
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}

@@ -1,0 +1,75 @@
+//! The in-memory checkpointer: nothing survives the process; for tests, benchmarks and runs
+//! that need pauses but no durability.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use bridle_core::checkpoint::{Checkpoint, TaskWrites};
+use bridle_core::ports::{Checkpointer, StoreError, StoreResult};
+
+/// One thread's checkpoints by step and task writes by step.
+#[derive(Debug, Default)]
+struct Thread {
+    checkpoints: BTreeMap<u64, Checkpoint>,
+    writes: BTreeMap<u64, Vec<TaskWrites>>,
+}
+
+/// Checkpoints held in a map.
+#[derive(Debug, Default)]
+pub struct MemoryCheckpointer {
+    threads: Mutex<HashMap<String, Thread>>,
+}
+
+impl MemoryCheckpointer {
+    /// An empty checkpointer.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut HashMap<String, Thread>) -> T) -> StoreResult<T> {
+        let mut threads =
+            self.threads.lock().map_err(|_| StoreError::Unavailable("checkpointer lock poisoned".into()))?;
+        Ok(f(&mut threads))
+    }
+}
+
+#[async_trait]
+impl Checkpointer for MemoryCheckpointer {
+    async fn put(&self, checkpoint: &Checkpoint, keep: u32) -> StoreResult<()> {
+        self.with(|threads| {
+            let thread = threads.entry(checkpoint.thread_id.clone()).or_default();
+            let step = checkpoint.step;
+            thread.checkpoints.insert(step, checkpoint.clone());
+            let oldest_kept = step.saturating_sub(u64::from(keep.max(1)) - 1);
+            thread.checkpoints.retain(|s, _| *s >= oldest_kept);
+            thread.writes.retain(|s, _| *s >= step);
+        })
+    }
+
+    async fn put_writes(&self, thread_id: &str, step: u64, writes: &TaskWrites) -> StoreResult<()> {
+        self.with(|threads| {
+            let stored = threads.entry(thread_id.to_owned()).or_default().writes.entry(step).or_default();
+            stored.retain(|w| w.task_id != writes.task_id);
+            stored.push(writes.clone());
+        })
+    }
+
+    async fn latest(&self, thread_id: &str) -> StoreResult<Option<Checkpoint>> {
+        self.with(|threads| threads.get(thread_id).and_then(|t| t.checkpoints.last_key_value()).map(|(_, c)| c.clone()))
+    }
+
+    async fn writes(&self, thread_id: &str, step: u64) -> StoreResult<Vec<TaskWrites>> {
+        self.with(|threads| threads.get(thread_id).and_then(|t| t.writes.get(&step)).cloned().unwrap_or_default())
+    }
+
+    async fn steps(&self, thread_id: &str) -> StoreResult<Vec<u64>> {
+        self.with(|threads| threads.get(thread_id).map(|t| t.checkpoints.keys().copied().collect()).unwrap_or_default())
+    }
+
+    async fn delete_thread(&self, thread_id: &str) -> StoreResult<()> {
+        self.with(|threads| {
+            threads.remove(thread_id);
+        })
+    }
+}

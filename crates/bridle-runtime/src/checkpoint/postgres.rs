@@ -1,0 +1,123 @@
+//! The PostgreSQL checkpointer: checkpoints and task writes in a shared database, so any
+//! replica can resume a thread another one paused.
+//!
+//! Schema: `migrations/postgres/0001_checkpoints.sql`, applied by
+//! [`crate::store::postgres::connect`]. It must not hold any rule of its own: semantics are
+//! those of [`super::MemoryCheckpointer`], which the contract suite checks both against.
+//! `put` is one statement: the upsert and both retention deletes run as data-modifying CTEs.
+
+use async_trait::async_trait;
+use bridle_core::checkpoint::{Checkpoint, TaskWrites};
+use bridle_core::ports::{Checkpointer, StoreError, StoreResult};
+use sqlx::PgPool;
+
+use super::{decode_checkpoint, decode_writes, encode, to_i64, to_step};
+use crate::store::postgres::{connect, db_err};
+
+/// Stores a checkpoint (replacing the same step's), then keeps only the thread's checkpoints
+/// newer than `step - keep` and its task writes of `step` and later. The deletes never touch
+/// the new row (`keep` is at least 1), so they need not see it.
+const PUT: &str = "WITH stored AS (
+        INSERT INTO checkpoints (thread_id, step, graph, status, body) VALUES ($1, $2, $3, $4, $5)
+        ON CONFLICT (thread_id, step) DO UPDATE SET graph = EXCLUDED.graph, status = EXCLUDED.status,
+            body = EXCLUDED.body, created_at = now()
+    ), old_checkpoints AS (
+        DELETE FROM checkpoints WHERE thread_id = $1 AND step <= $2 - $6
+    ), old_writes AS (
+        DELETE FROM checkpoint_writes WHERE thread_id = $1 AND step < $2
+    )
+    SELECT 1";
+
+/// Stores a task's writes with a fresh sequence value, replacing (and moving) the task's.
+const PUT_WRITES: &str = "INSERT INTO checkpoint_writes (thread_id, step, task_id, body) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (thread_id, step, task_id) DO UPDATE SET seq = EXCLUDED.seq, body = EXCLUDED.body";
+
+/// Checkpoints over PostgreSQL.
+#[derive(Debug, Clone)]
+pub struct PostgresCheckpointer {
+    pool: PgPool,
+}
+
+impl PostgresCheckpointer {
+    /// Connects to the database a `postgres://…` URL names and brings its schema up to date.
+    pub async fn open(url: &str) -> Result<Self, StoreError> {
+        Ok(Self { pool: connect(url).await? })
+    }
+
+    /// Closes every connection; later calls fail with `Unavailable`.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+#[async_trait]
+impl Checkpointer for PostgresCheckpointer {
+    async fn put(&self, checkpoint: &Checkpoint, keep: u32) -> StoreResult<()> {
+        sqlx::query(PUT)
+            .bind(&checkpoint.thread_id)
+            .bind(to_i64("checkpoint step", checkpoint.step)?)
+            .bind(&checkpoint.graph)
+            .bind(checkpoint.status.as_str())
+            .bind(encode("checkpoint", checkpoint)?)
+            .bind(i64::from(keep.max(1)))
+            .execute(&self.pool)
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn put_writes(&self, thread_id: &str, step: u64, writes: &TaskWrites) -> StoreResult<()> {
+        sqlx::query(PUT_WRITES)
+            .bind(thread_id)
+            .bind(to_i64("checkpoint step", step)?)
+            .bind(&writes.task_id)
+            .bind(encode("task writes", writes)?)
+            .execute(&self.pool)
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn latest(&self, thread_id: &str) -> StoreResult<Option<Checkpoint>> {
+        let row: Option<(i64, String)> =
+            sqlx::query_as("SELECT step, body FROM checkpoints WHERE thread_id = $1 ORDER BY step DESC LIMIT 1")
+                .bind(thread_id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_err)?;
+        row.map(|(step, body)| decode_checkpoint(thread_id, step, &body)).transpose()
+    }
+
+    async fn writes(&self, thread_id: &str, step: u64) -> StoreResult<Vec<TaskWrites>> {
+        let rows: Vec<(String, String)> = sqlx::query_as(
+            "SELECT task_id, body FROM checkpoint_writes WHERE thread_id = $1 AND step = $2 ORDER BY seq",
+        )
+        .bind(thread_id)
+        .bind(to_i64("checkpoint step", step)?)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.iter().map(|(task, body)| decode_writes(thread_id, step, task, body)).collect()
+    }
+
+    async fn steps(&self, thread_id: &str) -> StoreResult<Vec<u64>> {
+        let steps: Vec<i64> = sqlx::query_scalar("SELECT step FROM checkpoints WHERE thread_id = $1 ORDER BY step")
+            .bind(thread_id)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?;
+        steps.into_iter().map(to_step).collect()
+    }
+
+    async fn delete_thread(&self, thread_id: &str) -> StoreResult<()> {
+        sqlx::query(
+            "WITH c AS (DELETE FROM checkpoints WHERE thread_id = $1)
+             DELETE FROM checkpoint_writes WHERE thread_id = $1",
+        )
+        .bind(thread_id)
+        .execute(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,322 @@
+//! The runtime builder: assembles a running Bridle from a configuration in a fixed order —
+//! stores, checkpointer, model client, hooks, automation, task graph, gate — each part
+//! replaceable for tests, and a `shutdown` that drains background work.
+//!
+//! Precedence for every setting: the configuration file, then the environment
+//! (`BRIDLE_STORE_URL`, `BRIDLE_LLM_URL`, `BRIDLE_LLM_API_KEY`), then what the caller sets on
+//! the builder (flags). Nothing here holds a rule of its own: it only wires the parts.
+
+use std::sync::{Arc, Mutex};
+
+use bridle_core::config::{Config, LlmSettings};
+use bridle_core::ports::{Adapter, Checkpointer, Clock, StoreError, SystemClock};
+use serde_json::Value;
+use tokio::task::JoinSet;
+
+use crate::checkpoint::open_checkpointer;
+use crate::gate::Gate;
+use crate::graph::hooks::HookHandler;
+use crate::graph::observer::TaskGraph;
+use crate::graph::{Event, Graph, Hooks, RunConfig, RunOutcome};
+use crate::llm::openai::{OpenAiClient, OpenAiConfig};
+use crate::llm::{LimitedClient, Limits, LlmClient, ScriptedModel};
+use crate::store::Stores;
+
+/// The default store when neither the configuration nor the caller names one.
+pub const DEFAULT_STORE_URL: &str = "sqlite://bridle-data/bridle.db";
+/// Audit appends gathered into one commit at most.
+const AUDIT_BATCH: usize = 64;
+
+/// Why a runtime could not be assembled.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// A store or the checkpointer could not be opened.
+    #[error("{what}: {source}")]
+    Store {
+        /// Which part.
+        what: &'static str,
+        /// The store's error.
+        source: StoreError,
+    },
+    /// The model client could not be built.
+    #[error("model client: {0}")]
+    Llm(String),
+}
+
+/// Environment overrides, read once (tests pass their own).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Env {
+    /// `BRIDLE_STORE_URL`.
+    pub store_url: Option<String>,
+    /// `BRIDLE_LLM_URL`: an OpenAI-compatible server, overriding `[llm]`.
+    pub llm_url: Option<String>,
+    /// `BRIDLE_LLM_API_KEY`.
+    pub llm_api_key: Option<String>,
+    /// `BRIDLE_LLM_MODEL` (with `BRIDLE_LLM_URL`; default `default`).
+    pub llm_model: Option<String>,
+}
+
+impl Env {
+    /// The process environment.
+    pub fn from_process() -> Self {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        Self {
+            store_url: var("BRIDLE_STORE_URL"),
+            llm_url: var("BRIDLE_LLM_URL"),
+            llm_api_key: var("BRIDLE_LLM_API_KEY"),
+            llm_model: var("BRIDLE_LLM_MODEL"),
+        }
+    }
+}
+
+type Registration = (Option<String>, i32, Arc<dyn HookHandler>);
+
+/// Assembles a [`Runtime`].
+pub struct RuntimeBuilder {
+    config: Arc<Config>,
+    env: Env,
+    store_url: Option<String>,
+    llm: Option<Arc<dyn LlmClient>>,
+    adapter: Option<Arc<dyn Adapter>>,
+    clock: Arc<dyn Clock>,
+    hooks: Vec<Registration>,
+    task_graph: bool,
+}
+
+impl RuntimeBuilder {
+    /// A builder over `config` with the process environment.
+    pub fn new(config: Arc<Config>) -> Self {
+        Self {
+            config,
+            env: Env::from_process(),
+            store_url: None,
+            llm: None,
+            adapter: None,
+            clock: Arc::new(SystemClock),
+            hooks: Vec::new(),
+            task_graph: true,
+        }
+    }
+
+    /// Replaces the environment overrides.
+    #[must_use]
+    pub fn env(mut self, env: Env) -> Self {
+        self.env = env;
+        self
+    }
+
+    /// The store URL (a flag: wins over the file and the environment).
+    #[must_use]
+    pub fn store_url(mut self, url: &str) -> Self {
+        self.store_url = Some(url.to_owned());
+        self
+    }
+
+    /// Uses this model client instead of the configured one (its limits still apply).
+    #[must_use]
+    pub fn llm(mut self, client: Arc<dyn LlmClient>) -> Self {
+        self.llm = Some(client);
+        self
+    }
+
+    /// Uses this adapter instead of the in-process ones.
+    #[must_use]
+    pub fn adapter(mut self, adapter: Arc<dyn Adapter>) -> Self {
+        self.adapter = Some(adapter);
+        self
+    }
+
+    /// Uses this clock.
+    #[must_use]
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Adds a hook handler for `event` (or every event when `None`).
+    #[must_use]
+    pub fn hook(mut self, event: Option<&str>, priority: i32, handler: Arc<dyn HookHandler>) -> Self {
+        self.hooks.push((event.map(str::to_owned), priority, handler));
+        self
+    }
+
+    /// Whether to keep a task-graph observer (default: yes).
+    #[must_use]
+    pub fn task_graph(mut self, on: bool) -> Self {
+        self.task_graph = on;
+        self
+    }
+
+    /// Builds the parts in order: stores → checkpointer → model client → hooks → automation →
+    /// task graph → gate.
+    pub async fn build(self) -> Result<Runtime, BuildError> {
+        let settings = &self.config.runtime;
+        // 1. stores
+        let url = self
+            .store_url
+            .or(self.env.store_url.clone())
+            .or(self.config.store_url.clone())
+            .unwrap_or_else(|| DEFAULT_STORE_URL.to_owned());
+        let stores = Stores::open(&url)
+            .await
+            .map_err(|source| BuildError::Store { what: "store", source })?
+            .with_batched_audit(AUDIT_BATCH);
+        // 2. checkpointer (beside the store unless configured elsewhere)
+        let checkpoints_url = settings.checkpoints_url.clone().unwrap_or_else(|| url.clone());
+        let checkpointer = open_checkpointer(&checkpoints_url, settings.strictness)
+            .await
+            .map_err(|source| BuildError::Store { what: "checkpointer", source })?;
+        // 3. model client
+        let base = match self.llm {
+            Some(client) => client,
+            None => model_client(&self.config.llm, &self.env)?,
+        };
+        let limits = Limits {
+            call_timeout: settings.deadlines.llm_call,
+            tokens: settings.tokens.clone(),
+            circuit: settings.circuit,
+            rates: settings.rates,
+        };
+        // 4. hooks, 5. automation (none built in yet: drift triggers join here), 6. task graph
+        let mut hooks = Hooks::new();
+        for (event, priority, handler) in self.hooks {
+            hooks = match event {
+                Some(event) => hooks.on(&event, priority, handler),
+                None => hooks.on_all(priority, handler),
+            };
+        }
+        let task_graph = self.task_graph.then(|| Arc::new(TaskGraph::new()));
+        if let Some(observer) = &task_graph {
+            hooks = hooks.on_all(i32::MIN, observer.clone());
+        }
+        // 7. gate
+        let adapter = match self.adapter {
+            Some(adapter) => adapter,
+            None => crate::adapter::in_process(&self.config).0,
+        };
+        let gate = Gate::new(self.config.clone(), stores.clone(), adapter, self.clock.clone());
+        Ok(Runtime {
+            config: self.config,
+            stores,
+            checkpointer,
+            llm: base,
+            limits,
+            clock: self.clock,
+            hooks: Arc::new(hooks),
+            task_graph,
+            gate,
+            background: Mutex::new(JoinSet::new()),
+        })
+    }
+}
+
+/// The configured model: `BRIDLE_LLM_URL` wins over `[llm]`.
+fn model_client(settings: &LlmSettings, env: &Env) -> Result<Arc<dyn LlmClient>, BuildError> {
+    let openai = |base_url: &str, model: &str, key: Option<String>| -> Result<Arc<dyn LlmClient>, BuildError> {
+        let mut config = OpenAiConfig::new(base_url, model);
+        config.api_key = key;
+        Ok(Arc::new(OpenAiClient::new(config).map_err(|e| BuildError::Llm(e.to_string()))?))
+    };
+    if let Some(url) = &env.llm_url {
+        return openai(url, env.llm_model.as_deref().unwrap_or("default"), env.llm_api_key.clone());
+    }
+    match settings {
+        LlmSettings::Scripted => {
+            Ok(Arc::new(ScriptedModel::new("scripted", Vec::new()).map_err(|e| BuildError::Llm(e.to_string()))?))
+        }
+        LlmSettings::Script { path, text } => Ok(Arc::new(
+            ScriptedModel::from_toml_str(text).map_err(|e| BuildError::Llm(format!("script `{path}`: {e}")))?,
+        )),
+        LlmSettings::OpenAi { base_url, model, api_key_env } => {
+            let key = api_key_env.as_deref().and_then(|k| std::env::var(k).ok()).or(env.llm_api_key.clone());
+            openai(base_url, model, key)
+        }
+    }
+}
+
+/// A running Bridle: stores, checkpoints, model, hooks, gate.
+pub struct Runtime {
+    /// The configuration.
+    pub config: Arc<Config>,
+    /// Every store port.
+    pub stores: Stores,
+    /// Where runs keep checkpoints.
+    pub checkpointer: Arc<dyn Checkpointer>,
+    llm: Arc<dyn LlmClient>,
+    limits: Limits,
+    clock: Arc<dyn Clock>,
+    /// Lifecycle handlers every run gets.
+    pub hooks: Arc<Hooks>,
+    /// The progress DAG of runs, when kept.
+    pub task_graph: Option<Arc<TaskGraph>>,
+    /// The gate.
+    pub gate: Gate,
+    background: Mutex<JoinSet<()>>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime").field("store", &self.stores.url).finish_non_exhaustive()
+    }
+}
+
+impl Runtime {
+    /// A model client for one session: the configured model under the configured limits, with
+    /// a token budget of its own.
+    pub fn session_llm(&self) -> Arc<dyn LlmClient> {
+        Arc::new(LimitedClient::new(self.llm.clone(), self.limits.clone(), self.clock.clone()))
+    }
+
+    /// Settings for a pipeline run: the checkpointer, durability, retention, recursion limit,
+    /// the pipeline deadline and the hooks.
+    pub fn run_config(&self, thread_id: &str) -> RunConfig {
+        let settings = &self.config.runtime;
+        let mut config = RunConfig::new(thread_id)
+            .checkpointer(self.checkpointer.clone())
+            .durability(settings.durability)
+            .deadline(settings.deadlines.pipeline)
+            .hooks(self.hooks.clone());
+        config.keep = settings.keep_checkpoints;
+        config.recursion_limit = Some(settings.recursion_limit);
+        config
+    }
+
+    /// Starts a run in the background; `shutdown` waits for it. Events go to `on_event`.
+    pub fn spawn_run(
+        &self,
+        graph: &Graph,
+        config: RunConfig,
+        input: Value,
+        on_event: impl Fn(&Event) + Send + 'static,
+    ) -> Result<(), BuildError> {
+        let mut stream = graph.stream(config, input);
+        let mut background = self.background.lock().map_err(|_| BuildError::Llm("runtime lock poisoned".into()))?;
+        background.spawn(async move {
+            while let Some(event) = stream.next().await {
+                on_event(&event);
+            }
+        });
+        Ok(())
+    }
+
+    /// Runs a graph to its end or pause with this runtime's settings.
+    pub async fn invoke(
+        &self,
+        graph: &Graph,
+        thread_id: &str,
+        input: Value,
+    ) -> Result<RunOutcome, bridle_core::Rejection> {
+        graph.invoke(self.run_config(thread_id), input).await
+    }
+
+    /// Waits for background runs to finish, then closes the stores.
+    pub async fn shutdown(self) {
+        let background =
+            self.background.into_inner().map(|mut set| async move { while set.join_next().await.is_some() {} });
+        if let Ok(drain) = background {
+            drain.await;
+        }
+        drop(self.gate);
+        drop(self.stores);
+    }
+}

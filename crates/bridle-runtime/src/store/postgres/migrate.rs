@@ -1,0 +1,72 @@
+//! Embedded PostgreSQL schema migrations: applies each SQL file of `migrations/postgres/` once,
+//! in order, recording it in `schema_migrations`.
+//!
+//! INVARIANT: the whole run is one transaction holding a transaction-level advisory lock, so
+//! concurrent openers (several `bridle serve` replicas starting together) apply each migration
+//! exactly once and never see a half-applied schema; a database written by a newer build (an
+//! unknown version) is refused rather than guessed at.
+
+use bridle_core::ports::{StoreError, StoreResult};
+use sqlx::PgPool;
+
+use super::db_err;
+
+/// One migration: version, name, SQL.
+pub(crate) struct Migration {
+    pub(crate) version: i64,
+    pub(crate) name: &'static str,
+    pub(crate) sql: &'static str,
+}
+
+/// Every migration, oldest first. Never edit a shipped one; append a new file instead.
+pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    name: "checkpoints",
+    sql: include_str!("../../../migrations/postgres/0001_checkpoints.sql"),
+}];
+
+/// The advisory lock key that serializes migration runs (`bridle` as ASCII, an arbitrary
+/// constant every Bridle build shares).
+const LOCK_KEY: i64 = 0x6272_6964_6c65;
+
+const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    BIGINT      NOT NULL PRIMARY KEY,
+    name       TEXT        NOT NULL,
+    applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+)";
+
+/// Brings the schema up to date with [`MIGRATIONS`].
+pub(crate) async fn run(pool: &PgPool) -> StoreResult<()> {
+    apply(pool, MIGRATIONS).await
+}
+
+/// Applies `migrations` (oldest first) that the database has not recorded yet.
+pub(crate) async fn apply(pool: &PgPool, migrations: &[Migration]) -> StoreResult<()> {
+    let mut tx = pool.begin().await.map_err(db_err)?;
+    // Held until commit or rollback; a second opener waits here, then sees the recorded versions.
+    sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(LOCK_KEY).execute(&mut *tx).await.map_err(db_err)?;
+    sqlx::query(CREATE_TABLE).execute(&mut *tx).await.map_err(db_err)?;
+    let applied: Vec<i64> = sqlx::query_scalar("SELECT version FROM schema_migrations ORDER BY version")
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_err)?;
+    let known = migrations.iter().map(|m| m.version).max().unwrap_or(0);
+    if let Some(v) = applied.iter().copied().filter(|v| *v > known).max() {
+        return Err(StoreError::Unavailable(format!(
+            "database schema version {v} is newer than this build knows ({known}); upgrade Bridle"
+        )));
+    }
+    for m in migrations.iter().filter(|m| !applied.contains(&m.version)) {
+        sqlx::raw_sql(m.sql)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| StoreError::Unavailable(format!("migration {} `{}` failed: {e}", m.version, m.name)))?;
+        sqlx::query("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)")
+            .bind(m.version)
+            .bind(m.name)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+    }
+    tx.commit().await.map_err(db_err)
+}

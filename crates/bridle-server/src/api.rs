@@ -1,0 +1,97 @@
+//! The `/v1` HTTP API: every route needs a bearer token. The middleware here authenticates
+//! (401 `unauthenticated`), then applies the caller's rate limit (429 `rate_limited`); handlers
+//! get the [`Caller`] and never read a tenant or subject from anything else.
+
+pub mod approvals;
+pub mod audit;
+pub mod calls;
+pub mod check;
+pub mod guard;
+pub mod tools;
+
+use axum::Router;
+use axum::extract::{FromRequestParts, Request, State};
+use axum::http::request::Parts;
+use axum::http::{StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use bridle_core::{Code, Principal};
+
+use crate::AppState;
+use crate::auth::AuthError;
+use crate::error::ApiError;
+
+/// The `/v1` routes, behind authentication and the rate limit.
+pub fn routes(state: &AppState) -> Router<AppState> {
+    Router::new()
+        .route("/v1/tools", get(tools::list))
+        .route("/v1/calls", post(calls::call))
+        .route("/v1/approvals", get(approvals::list))
+        .route("/v1/approvals/{id}", get(approvals::show))
+        .route("/v1/approvals/{id}/approve", post(approvals::approve))
+        .route("/v1/approvals/{id}/reject", post(approvals::reject))
+        .route("/v1/audit", get(audit::list))
+        .route("/v1/guard/scan", post(guard::scan))
+        .route("/v1/check", post(check::check))
+        .route_layer(middleware::from_fn_with_state(state.clone(), authenticate))
+}
+
+/// The authenticated principal of this request.
+#[derive(Debug, Clone)]
+pub struct Caller(pub Principal);
+
+impl<S: Send + Sync> FromRequestParts<S> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        parts.extensions.get::<Caller>().cloned().ok_or_else(|| ApiError::unauthenticated("missing bearer token"))
+    }
+}
+
+impl Caller {
+    /// 403 `forbidden` unless the caller holds one of `scopes`.
+    pub fn require_any(&self, scopes: &[&str]) -> Result<(), ApiError> {
+        if scopes.iter().any(|s| self.0.has_scope(s)) {
+            return Ok(());
+        }
+        Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            Code::Forbidden,
+            format!(
+                "this route needs one of the scopes {}",
+                scopes.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ")
+            ),
+        ))
+    }
+}
+
+/// Middleware: bearer token → [`Caller`], then one token from the caller's bucket.
+async fn authenticate(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    let principal = match bearer(&req).and_then(|token| state.verifier.verify(token)) {
+        Ok(p) => p,
+        Err(e) => {
+            tracing::debug!(reason = %e, "request refused: unauthenticated");
+            return ApiError::unauthenticated(e.to_string()).into_response();
+        }
+    };
+    if !state.limiter.allow(&principal) {
+        let mut response =
+            ApiError::new(StatusCode::TOO_MANY_REQUESTS, Code::RateLimited, "too many requests; retry later")
+                .into_response();
+        response.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+        return response;
+    }
+    req.extensions_mut().insert(Caller(principal));
+    next.run(req).await
+}
+
+fn bearer(req: &Request) -> Result<&str, AuthError> {
+    let value = req.headers().get(header::AUTHORIZATION).ok_or(AuthError::Missing)?;
+    let value = value.to_str().map_err(|_| AuthError::Missing)?;
+    let (scheme, token) = value.split_once(' ').ok_or(AuthError::Missing)?;
+    if !scheme.eq_ignore_ascii_case("bearer") || token.trim().is_empty() {
+        return Err(AuthError::Missing);
+    }
+    Ok(token.trim())
+}

@@ -1,0 +1,140 @@
+//! `/v1/approvals`: pending requests of the caller's tenant, one request's plan, and approving or
+//! rejecting it through the approvals desk (which enforces approver ≠ requester, scopes and
+//! levels). An id of another tenant is 404 `not_found`, exactly like an unknown id, so ids of
+//! other tenants never leak.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use bridle_core::approval::{ApprovalRequest, SCOPE_GRANT, SCOPE_SIGN_OFF};
+use bridle_runtime::approvals::ApprovalError;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use utoipa::ToSchema;
+
+use super::Caller;
+use crate::AppState;
+use crate::error::ApiError;
+use crate::limits::JsonBody;
+
+/// Body of a rejection.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RejectBody {
+    /// Why the plan is refused (shown to the requester, kept in the audit log).
+    pub reason: String,
+}
+
+fn require_approver(caller: &Caller) -> Result<(), ApiError> {
+    caller.require_any(&[SCOPE_GRANT, SCOPE_SIGN_OFF])
+}
+
+async fn load(state: &AppState, caller: &Caller, id: &str) -> Result<ApprovalRequest, ApiError> {
+    state
+        .gate
+        .stores()
+        .approvals
+        .get_request(&caller.0.tenant, id)
+        .await
+        .map_err(|e| ApiError::internal(&e))?
+        .ok_or_else(|| ApiError::not_found(format!("no approval `{id}`")))
+}
+
+fn answer(request: &ApprovalRequest) -> Result<Json<Value>, ApiError> {
+    Ok(Json(json!({"approval": serde_json::to_value(request).map_err(|e| ApiError::internal(&e))?})))
+}
+
+fn desk_error(e: ApprovalError) -> ApiError {
+    match e {
+        ApprovalError::Refused(r) => ApiError::refused(&r),
+        ApprovalError::Gate(e) => ApiError::internal(&e),
+    }
+}
+
+/// Pending approval requests of the caller's tenant.
+#[utoipa::path(
+    get, path = "/v1/approvals", tag = "approvals",
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "`{\"approvals\": [ApprovalRequest]}`: pending, unexpired requests of the caller's tenant", body = Value),
+        (status = 401, description = "no valid token (`unauthenticated`)", body = crate::openapi::ErrorBody),
+        (status = 403, description = "needs `approval:grant` or `approval:sign_off` (`forbidden`)", body = crate::openapi::ErrorBody),
+    )
+)]
+pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
+    require_approver(&caller)?;
+    let pending = state.gate.pending_approvals(&caller.0).await.map_err(desk_error)?;
+    Ok(Json(json!({"approvals": pending})))
+}
+
+/// One request: its plan (tool, arguments, tenant, subject, incident, run id), plan hash, level,
+/// status, grants and expiry.
+#[utoipa::path(
+    get, path = "/v1/approvals/{id}", tag = "approvals",
+    params(("id" = String, Path, description = "approval id")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "`{\"approval\": ApprovalRequest}` with its plan", body = Value),
+        (status = 401, description = "no valid token (`unauthenticated`)", body = crate::openapi::ErrorBody),
+        (status = 403, description = "needs `approval:grant` or `approval:sign_off` (`forbidden`)", body = crate::openapi::ErrorBody),
+        (status = 404, description = "no such approval in the caller's tenant (`not_found`)", body = crate::openapi::ErrorBody),
+    )
+)]
+pub async fn show(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    require_approver(&caller)?;
+    answer(&load(&state, &caller, &id).await?)
+}
+
+/// Adds the caller's grant.
+#[utoipa::path(
+    post, path = "/v1/approvals/{id}/approve", tag = "approvals",
+    params(("id" = String, Path, description = "approval id")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "`{\"approval\": ApprovalRequest}` after the grant (`granted` once the level is met)", body = Value),
+        (status = 401, description = "no valid token (`unauthenticated`)", body = crate::openapi::ErrorBody),
+        (status = 403, description = "no approver scope (`forbidden`), or the desk refused this approver, e.g. the requester (`approver_denied`)", body = crate::openapi::ErrorBody),
+        (status = 404, description = "no such approval in the caller's tenant (`not_found`)", body = crate::openapi::ErrorBody),
+        (status = 409, description = "expired or no longer pending (`approval_expired`, …)", body = crate::openapi::ErrorBody),
+    )
+)]
+pub async fn approve(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    require_approver(&caller)?;
+    load(&state, &caller, &id).await?;
+    answer(&state.gate.grant(&caller.0, &id).await.map_err(desk_error)?)
+}
+
+/// Rejects a pending request with a reason.
+#[utoipa::path(
+    post, path = "/v1/approvals/{id}/reject", tag = "approvals",
+    params(("id" = String, Path, description = "approval id")),
+    request_body = RejectBody,
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "`{\"approval\": ApprovalRequest}`, now `rejected`", body = Value),
+        (status = 400, description = "missing or empty reason (`bad_request`)", body = crate::openapi::ErrorBody),
+        (status = 401, description = "no valid token (`unauthenticated`)", body = crate::openapi::ErrorBody),
+        (status = 403, description = "no approver scope (`forbidden`), or the desk refused this approver (`approver_denied`)", body = crate::openapi::ErrorBody),
+        (status = 404, description = "no such approval in the caller's tenant (`not_found`)", body = crate::openapi::ErrorBody),
+    )
+)]
+pub async fn reject(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<RejectBody>,
+) -> Result<Json<Value>, ApiError> {
+    require_approver(&caller)?;
+    if body.reason.trim().is_empty() {
+        return Err(ApiError::bad_request("a rejection needs a `reason`"));
+    }
+    load(&state, &caller, &id).await?;
+    answer(&state.gate.reject(&caller.0, &id, &body.reason).await.map_err(desk_error)?)
+}

@@ -1,0 +1,63 @@
+//! `GET /v1/audit`: the audit events of the caller's tenant, in chain order, a page at a time.
+//! The tenant is the token's; no parameter can name another.
+
+use axum::Json;
+use axum::extract::{Query, State};
+use bridle_core::approval::SCOPE_GRANT;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::Caller;
+use crate::AppState;
+use crate::error::ApiError;
+
+/// Scope for reading the audit log (approvers may read it too).
+pub const SCOPE_AUDIT_READ: &str = "audit:read";
+/// Page size when none is asked for.
+const DEFAULT_LIMIT: u32 = 100;
+/// Largest page.
+const MAX_LIMIT: u32 = 1000;
+
+/// Query of `GET /v1/audit`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct AuditQuery {
+    /// Events after this sequence number (default 0: from the start).
+    pub after: Option<u64>,
+    /// Page size, 1 to 1000 (default 100).
+    pub limit: Option<u32>,
+}
+
+/// One page of the caller's tenant's audit events.
+#[utoipa::path(
+    get, path = "/v1/audit", tag = "audit",
+    params(AuditQuery),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "`{\"events\": [AuditEvent], \"next_after\": seq | null}`; pass `next_after` as `after` for the next page", body = Value),
+        (status = 400, description = "bad query (`bad_request`)", body = crate::openapi::ErrorBody),
+        (status = 401, description = "no valid token (`unauthenticated`)", body = crate::openapi::ErrorBody),
+        (status = 403, description = "needs `audit:read` or `approval:grant` (`forbidden`)", body = crate::openapi::ErrorBody),
+    )
+)]
+pub async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    query: Result<Query<AuditQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    caller.require_any(&[SCOPE_AUDIT_READ, SCOPE_GRANT])?;
+    let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let limit = query.limit.unwrap_or(DEFAULT_LIMIT);
+    if !(1..=MAX_LIMIT).contains(&limit) {
+        return Err(ApiError::bad_request(format!("`limit` must be between 1 and {MAX_LIMIT}")));
+    }
+    let events = state
+        .gate
+        .stores()
+        .audit
+        .events(&caller.0.tenant, query.after.unwrap_or(0), limit)
+        .await
+        .map_err(|e| ApiError::internal(&e))?;
+    let next_after = (events.len() == limit as usize).then(|| events.last().map(|e| e.seq)).flatten();
+    Ok(Json(json!({"events": events, "next_after": next_after})))
+}

@@ -1,0 +1,136 @@
+//! `POST /v1/calls`: a structured tool call, or a model's raw answer read by the intake parser
+//! (gate step 1), run through the gate as the caller. A rejection is a 200 carrying the verdict:
+//! a verdict is an answer, not an HTTP error.
+
+use axum::Json;
+use axum::extract::State;
+use bridle_core::answer::parse_answer;
+use bridle_core::{Principal, RunContext};
+use bridle_runtime::gate::{CallOutcome, CallRequest, Gate};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use utoipa::ToSchema;
+
+use super::Caller;
+use crate::AppState;
+use crate::error::ApiError;
+use crate::limits::JsonBody;
+
+/// A tool call: either `tool` (+ `arguments`) or a raw model `answer`, never both.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CallBody {
+    /// Tool name (a structured call).
+    pub tool: Option<String>,
+    /// Arguments of a structured call (default `{}`).
+    #[schema(value_type = Option<Object>)]
+    pub arguments: Option<Value>,
+    /// A model's raw answer: JSON, fenced blocks, ReAct lines or native tool-call shapes.
+    pub answer: Option<String>,
+    /// Run id; part of the plan an approval binds.
+    #[serde(default)]
+    pub run_id: String,
+    /// Incident id; part of the plan an approval binds.
+    #[serde(default)]
+    pub incident: String,
+    /// Client idempotency key (per tenant and subject); with an answer of several calls, call
+    /// `n` (from 1) uses `KEY/n`.
+    pub idempotency_key: Option<String>,
+    /// Approval to use; without one, an approval granted for the exact plan is looked up.
+    pub approval_id: Option<String>,
+    /// Decide only: consume, create, store and execute nothing.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// Runs the call(s) through the gate.
+#[utoipa::path(
+    post, path = "/v1/calls", tag = "calls",
+    request_body = CallBody,
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The gate's verdict. A structured call answers one CallOutcome \
+            (`call_id`, `tool`, `status`: `ok` | `rejected` | `dry_run`, `result` or `rejection {code, message}`, \
+            `plan_hash`, `level`, `approval_id`, `job_id`, …); an answer gives `{parse, calls: [CallOutcome]}`. \
+            Gate rejections (`approval_required` with its approval id, `policy_denied`, `schema_rejected` …) \
+            are 200 responses carrying the verdict, never HTTP errors.", body = Value),
+        (status = 400, description = "malformed body (`bad_request`, `json_too_deep`)", body = crate::openapi::ErrorBody),
+        (status = 401, description = "no valid token (`unauthenticated`)", body = crate::openapi::ErrorBody),
+        (status = 413, description = "body too large (`payload_too_large`)", body = crate::openapi::ErrorBody),
+        (status = 429, description = "rate limited (`rate_limited`)", body = crate::openapi::ErrorBody),
+    )
+)]
+pub async fn call(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    JsonBody(body): JsonBody<CallBody>,
+) -> Result<Json<Value>, ApiError> {
+    let run = RunContext::new(&body.run_id, &body.incident);
+    let base = CallRequest {
+        approval_id: body.approval_id.clone(),
+        idempotency_key: body.idempotency_key.clone(),
+        dry_run: body.dry_run,
+        ..CallRequest::default()
+    };
+    match (body.tool, body.answer) {
+        (Some(tool), None) => {
+            let request = CallRequest { tool, arguments: body.arguments.unwrap_or_else(|| json!({})), ..base };
+            let outcome = run_gate(&state.gate, caller, run, vec![request])
+                .await?
+                .pop()
+                .ok_or_else(|| ApiError::internal(&"the gate answered no outcome"))?;
+            Ok(Json(serde_json::to_value(outcome).map_err(|e| ApiError::internal(&e))?))
+        }
+        (None, Some(answer)) => {
+            if body.arguments.is_some() {
+                return Err(ApiError::bad_request("`arguments` goes with `tool`, not with `answer`"));
+            }
+            let parsed = match parse_answer(&answer, &state.gate.config().intake) {
+                Ok(p) => p,
+                Err(r) => {
+                    return Ok(Json(json!({
+                        "parse": {"status": "rejected", "code": r.code, "message": r.message},
+                        "calls": [],
+                    })));
+                }
+            };
+            let several = parsed.calls.len() > 1;
+            let requests = parsed
+                .calls
+                .into_iter()
+                .enumerate()
+                .map(|(n, call)| CallRequest {
+                    tool: call.tool,
+                    arguments: call.arguments,
+                    idempotency_key: match &base.idempotency_key {
+                        Some(key) if several => Some(format!("{key}/{}", n + 1)),
+                        other => other.clone(),
+                    },
+                    ..base.clone()
+                })
+                .collect();
+            let outcomes = run_gate(&state.gate, caller, run, requests).await?;
+            Ok(Json(json!({"parse": {"status": "ok", "format": parsed.format}, "calls": outcomes})))
+        }
+        _ => Err(ApiError::bad_request("give exactly one of `tool` and `answer`")),
+    }
+}
+
+/// The calls on a task of their own, so a request timeout never cuts a gate call half-way: the
+/// call finishes and is audited, and a retry with the same idempotency key gets its result.
+async fn run_gate(
+    gate: &Gate,
+    caller: Principal,
+    run: RunContext,
+    requests: Vec<CallRequest>,
+) -> Result<Vec<CallOutcome>, ApiError> {
+    let gate = gate.clone();
+    let task = tokio::spawn(async move {
+        let mut outcomes = Vec::with_capacity(requests.len());
+        for request in &requests {
+            outcomes.push(gate.call(&caller, &run, request).await?);
+        }
+        Ok::<_, bridle_runtime::GateError>(outcomes)
+    });
+    task.await.map_err(|e| ApiError::internal(&e))?.map_err(|e| ApiError::internal(&e))
+}

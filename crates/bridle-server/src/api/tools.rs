@@ -1,0 +1,45 @@
+//! `GET /v1/tools`: the tools the caller's scopes expose, in MCP `tools/list` form (or OpenAI
+//! function form with `?format=openai`). Exposure is a convenience; every call is still gated.
+
+use axum::Json;
+use axum::extract::{Query, State};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::Caller;
+use crate::AppState;
+use crate::error::ApiError;
+
+/// Query of `GET /v1/tools`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsQuery {
+    /// `mcp` (default) or `openai`.
+    pub format: Option<String>,
+}
+
+/// The caller's exposed tools.
+#[utoipa::path(
+    get, path = "/v1/tools", tag = "tools",
+    params(ToolsQuery),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "`{\"tools\": [...]}`: the tools the caller's scopes expose", body = Value),
+        (status = 400, description = "unknown format (`bad_request`)", body = crate::openapi::ErrorBody),
+        (status = 401, description = "no valid token (`unauthenticated`)", body = crate::openapi::ErrorBody),
+    )
+)]
+pub async fn list(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    query: Result<Query<ToolsQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let registry = &state.gate.config().registry;
+    let tools = match query.format.as_deref() {
+        None | Some("mcp") => registry.mcp_tools(&caller),
+        Some("openai") => registry.openai_tools(&caller),
+        Some(other) => return Err(ApiError::bad_request(format!("unknown format `{other}`; use `mcp` or `openai`"))),
+    };
+    Ok(Json(json!({ "tools": tools })))
+}

@@ -1,0 +1,337 @@
+//! Authentication: a JWT bearer token becomes a [`Principal`]. HS256 with a shared secret, or
+//! RS256/ES256 verified against a PEM public key or a JWKS file (verify only: this side never
+//! holds a private key). Tenant and subject only ever come from a verified token.
+//!
+//! Claims: `sub`, `tenant`, `services`, `scopes`, `exp`, `iss`, `aud`, all required. Anything
+//! wrong (malformed, expired, forged, another issuer or audience, a missing claim) is an
+//! [`AuthError`], which the API answers with 401 `unauthenticated`.
+
+use std::path::{Path, PathBuf};
+
+use bridle_core::Principal;
+use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, JwkSet};
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use serde::{Deserialize, Serialize};
+
+/// Issuer and audience when none is configured.
+pub const DEFAULT_ISSUER: &str = "bridle";
+/// See [`DEFAULT_ISSUER`].
+pub const DEFAULT_AUDIENCE: &str = "bridle";
+/// Shortest accepted HS256 secret, in bytes.
+pub const MIN_SECRET_BYTES: usize = 32;
+/// Seconds of clock skew tolerated on `exp`.
+const LEEWAY_SECONDS: u64 = 30;
+
+/// Where verification keys come from.
+#[derive(Clone, PartialEq, Eq)]
+pub enum KeySource {
+    /// HS256 with this shared secret (`BRIDLE_JWT_SECRET`).
+    Secret(Vec<u8>),
+    /// RS256 or ES256 with a PEM public key file (`BRIDLE_JWT_PUBLIC_KEY`).
+    PemFile(PathBuf),
+    /// RS256 or ES256 with the keys of a JWKS file (`BRIDLE_JWT_JWKS`), chosen by `kid`.
+    JwksFile(PathBuf),
+}
+
+impl std::fmt::Debug for KeySource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Secret(_) => f.write_str("Secret(…)"),
+            Self::PemFile(p) => write!(f, "PemFile({})", p.display()),
+            Self::JwksFile(p) => write!(f, "JwksFile({})", p.display()),
+        }
+    }
+}
+
+/// What a token must satisfy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthConfig {
+    /// Expected `iss`.
+    pub issuer: String,
+    /// Expected `aud`.
+    pub audience: String,
+    /// Verification keys.
+    pub keys: KeySource,
+}
+
+impl AuthConfig {
+    /// HS256 with `secret`, the default issuer and audience.
+    pub fn hs256(secret: &[u8]) -> Self {
+        Self {
+            issuer: DEFAULT_ISSUER.to_owned(),
+            audience: DEFAULT_AUDIENCE.to_owned(),
+            keys: KeySource::Secret(secret.to_vec()),
+        }
+    }
+
+    /// From the environment: `BRIDLE_JWT_JWKS`, `BRIDLE_JWT_PUBLIC_KEY` or `BRIDLE_JWT_SECRET`
+    /// (exactly one), with `BRIDLE_JWT_ISSUER` and `BRIDLE_JWT_AUDIENCE` (default `bridle`).
+    pub fn from_env() -> Result<Self, AuthError> {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        let mut sources = Vec::new();
+        if let Some(p) = var("BRIDLE_JWT_JWKS") {
+            sources.push(KeySource::JwksFile(PathBuf::from(p)));
+        }
+        if let Some(p) = var("BRIDLE_JWT_PUBLIC_KEY") {
+            sources.push(KeySource::PemFile(PathBuf::from(p)));
+        }
+        if let Some(s) = var("BRIDLE_JWT_SECRET") {
+            sources.push(KeySource::Secret(s.into_bytes()));
+        }
+        if sources.len() > 1 {
+            return Err(AuthError::Config(
+                "set only one of BRIDLE_JWT_SECRET, BRIDLE_JWT_PUBLIC_KEY and BRIDLE_JWT_JWKS".to_owned(),
+            ));
+        }
+        let keys = sources.pop().ok_or_else(|| AuthError::Config(NO_KEYS.to_owned()))?;
+        Ok(Self {
+            issuer: var("BRIDLE_JWT_ISSUER").unwrap_or_else(|| DEFAULT_ISSUER.to_owned()),
+            audience: var("BRIDLE_JWT_AUDIENCE").unwrap_or_else(|| DEFAULT_AUDIENCE.to_owned()),
+            keys,
+        })
+    }
+}
+
+const NO_KEYS: &str = "no token key configured: set BRIDLE_JWT_SECRET (at least 32 bytes, e.g. \
+`export BRIDLE_JWT_SECRET=$(openssl rand -hex 32)`), or BRIDLE_JWT_PUBLIC_KEY / BRIDLE_JWT_JWKS to a file";
+
+/// Why a token was refused, or why keys could not be loaded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuthError {
+    /// No `Authorization: Bearer …` header.
+    #[error("missing bearer token")]
+    Missing,
+    /// The token was refused (the reason names no secret).
+    #[error("invalid token: {0}")]
+    Invalid(String),
+    /// Keys or settings are unusable (start-up).
+    #[error("{0}")]
+    Config(String),
+}
+
+/// The claims of a Bridle token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claims {
+    /// Subject.
+    pub sub: String,
+    /// Tenant.
+    pub tenant: String,
+    /// Services the subject may act on.
+    pub services: Vec<String>,
+    /// Granted scopes.
+    pub scopes: Vec<String>,
+    /// Expiry, seconds since the Unix epoch.
+    pub exp: u64,
+    /// Issuer.
+    pub iss: String,
+    /// Audience.
+    pub aud: String,
+}
+
+impl Claims {
+    fn principal(self) -> Result<Principal, AuthError> {
+        if self.sub.trim().is_empty() || self.tenant.trim().is_empty() {
+            return Err(AuthError::Invalid("`sub` and `tenant` must not be empty".to_owned()));
+        }
+        Ok(Principal {
+            subject: self.sub,
+            tenant: self.tenant,
+            services: self.services.into_iter().collect(),
+            scopes: self.scopes.into_iter().collect(),
+        })
+    }
+}
+
+/// One verification key and the algorithm it accepts.
+struct Key {
+    kid: Option<String>,
+    algorithm: Algorithm,
+    key: DecodingKey,
+}
+
+/// Verifies tokens against the configured keys.
+pub struct Verifier {
+    issuer: String,
+    audience: String,
+    keys: Vec<Key>,
+}
+
+impl std::fmt::Debug for Verifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Verifier").field("issuer", &self.issuer).field("keys", &self.keys.len()).finish()
+    }
+}
+
+impl Verifier {
+    /// Loads the keys of `config` (reads the PEM or JWKS file).
+    pub fn new(config: &AuthConfig) -> Result<Self, AuthError> {
+        let keys = match &config.keys {
+            KeySource::Secret(secret) => {
+                check_secret(secret)?;
+                let key = DecodingKey::from_secret(secret).map_err(|e| AuthError::Config(format!("secret: {e}")))?;
+                vec![Key { kid: None, algorithm: Algorithm::HS256, key }]
+            }
+            KeySource::PemFile(path) => vec![pem_key(&read(path)?, path)?],
+            KeySource::JwksFile(path) => jwks_keys(&read(path)?, path)?,
+        };
+        Ok(Self { issuer: config.issuer.clone(), audience: config.audience.clone(), keys })
+    }
+
+    /// The principal of a valid token.
+    pub fn verify(&self, token: &str) -> Result<Principal, AuthError> {
+        let header = jsonwebtoken::decode_header(token).map_err(|e| AuthError::Invalid(reason(&e)))?;
+        // A key of the token's algorithm; a `kid` must match a key that names one. A key
+        // without a `kid` (secret, PEM) takes any; a token without one tries each candidate.
+        let candidates = self
+            .keys
+            .iter()
+            .filter(|k| k.algorithm == header.alg && (k.kid.is_none() || header.kid.is_none() || k.kid == header.kid));
+        let mut refused = AuthError::Invalid("no key for this token's algorithm or key id".to_owned());
+        for key in candidates {
+            let mut validation = Validation::new(key.algorithm);
+            validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+            validation.set_issuer(&[&self.issuer]);
+            validation.set_audience(&[&self.audience]);
+            validation.leeway = LEEWAY_SECONDS;
+            match jsonwebtoken::decode::<Claims>(token, &key.key, &validation) {
+                Ok(data) => return data.claims.principal(),
+                Err(e) => refused = AuthError::Invalid(reason(&e)),
+            }
+        }
+        Err(refused)
+    }
+}
+
+/// What a development token says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenRequest {
+    /// `sub`.
+    pub subject: String,
+    /// `tenant`.
+    pub tenant: String,
+    /// `services`.
+    pub services: Vec<String>,
+    /// `scopes`.
+    pub scopes: Vec<String>,
+    /// Lifetime in seconds.
+    pub ttl_seconds: u64,
+}
+
+/// Signs an HS256 token for `request` with `secret`, issued by `issuer` for `audience`.
+pub fn issue_hs256(secret: &[u8], issuer: &str, audience: &str, request: &TokenRequest) -> Result<String, AuthError> {
+    check_secret(secret)?;
+    if request.subject.trim().is_empty() || request.tenant.trim().is_empty() {
+        return Err(AuthError::Config("subject and tenant must not be empty".to_owned()));
+    }
+    let now = u64::try_from(time::OffsetDateTime::now_utc().unix_timestamp()).unwrap_or(0);
+    let claims = Claims {
+        sub: request.subject.clone(),
+        tenant: request.tenant.clone(),
+        services: request.services.clone(),
+        scopes: request.scopes.clone(),
+        exp: now.saturating_add(request.ttl_seconds),
+        iss: issuer.to_owned(),
+        aud: audience.to_owned(),
+    };
+    encode_hs256(secret, &claims)
+}
+
+/// Signs arbitrary claims with HS256 (tests use it for expired or foreign tokens).
+pub fn encode_hs256<T: Serialize>(secret: &[u8], claims: &T) -> Result<String, AuthError> {
+    let key = EncodingKey::from_secret(secret).map_err(|e| AuthError::Config(format!("secret: {e}")))?;
+    jsonwebtoken::encode(&Header::new(Algorithm::HS256), claims, &key).map_err(|e| AuthError::Config(e.to_string()))
+}
+
+fn check_secret(secret: &[u8]) -> Result<(), AuthError> {
+    if secret.len() < MIN_SECRET_BYTES {
+        return Err(AuthError::Config(format!(
+            "the token secret must be at least {MIN_SECRET_BYTES} bytes (it is {})",
+            secret.len()
+        )));
+    }
+    Ok(())
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, AuthError> {
+    std::fs::read(path).map_err(|e| AuthError::Config(format!("cannot read `{}`: {e}", path.display())))
+}
+
+/// A PEM public key: RSA (RS256) or EC P-256 (ES256).
+fn pem_key(pem: &[u8], path: &Path) -> Result<Key, AuthError> {
+    if let Ok(key) = DecodingKey::from_rsa_pem(pem) {
+        return Ok(Key { kid: None, algorithm: Algorithm::RS256, key });
+    }
+    if let Ok(key) = DecodingKey::from_ec_pem(pem) {
+        return Ok(Key { kid: None, algorithm: Algorithm::ES256, key });
+    }
+    Err(AuthError::Config(format!("`{}` holds no RSA or EC public key in PEM", path.display())))
+}
+
+/// The RS256 and ES256 keys of a JWKS document; other keys are skipped, none usable is an error.
+fn jwks_keys(text: &[u8], path: &Path) -> Result<Vec<Key>, AuthError> {
+    let set: JwkSet = serde_json::from_slice(text)
+        .map_err(|e| AuthError::Config(format!("`{}` is not a JWKS document: {e}", path.display())))?;
+    let mut keys = Vec::new();
+    for jwk in &set.keys {
+        let algorithm = match &jwk.algorithm {
+            AlgorithmParameters::RSA(_) => Algorithm::RS256,
+            AlgorithmParameters::EllipticCurve(ec) if ec.curve == EllipticCurve::P256 => Algorithm::ES256,
+            _ => continue,
+        };
+        let key = DecodingKey::from_jwk(jwk).map_err(|e| AuthError::Config(format!("`{}`: {e}", path.display())))?;
+        keys.push(Key { kid: jwk.common.key_id.clone(), algorithm, key });
+    }
+    if keys.is_empty() {
+        return Err(AuthError::Config(format!("`{}` holds no RS256 or ES256 key", path.display())));
+    }
+    Ok(keys)
+}
+
+/// A short reason that names no key material.
+fn reason(e: &jsonwebtoken::errors::Error) -> String {
+    use jsonwebtoken::errors::ErrorKind as K;
+    match e.kind() {
+        K::ExpiredSignature => "token expired".to_owned(),
+        K::InvalidSignature => "signature does not verify".to_owned(),
+        K::InvalidIssuer => "wrong issuer".to_owned(),
+        K::InvalidAudience => "wrong audience".to_owned(),
+        K::MissingRequiredClaim(c) => format!("missing claim `{c}`"),
+        K::InvalidAlgorithm => "algorithm not accepted".to_owned(),
+        K::Json(_) => "claims missing or mistyped (`sub`, `tenant`, `services`, `scopes` are required)".to_owned(),
+        _ => "malformed token".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECRET: &[u8] = b"0123456789abcdef0123456789abcdef";
+
+    fn request() -> TokenRequest {
+        TokenRequest {
+            subject: "requester-1".into(),
+            tenant: "tenant-a".into(),
+            services: vec!["checkout".into()],
+            scopes: vec!["service:read".into()],
+            ttl_seconds: 60,
+        }
+    }
+
+    #[test]
+    fn issued_tokens_verify_into_the_principal() -> Result<(), AuthError> {
+        let token = issue_hs256(SECRET, DEFAULT_ISSUER, DEFAULT_AUDIENCE, &request())?;
+        let p = Verifier::new(&AuthConfig::hs256(SECRET))?.verify(&token)?;
+        assert_eq!(p, Principal::new("requester-1", "tenant-a", &["checkout"], &["service:read"]));
+        Ok(())
+    }
+
+    #[test]
+    fn short_secrets_and_foreign_audiences_are_refused() -> Result<(), AuthError> {
+        assert!(matches!(issue_hs256(b"short", "bridle", "bridle", &request()), Err(AuthError::Config(_))));
+        let token = issue_hs256(SECRET, DEFAULT_ISSUER, "elsewhere", &request())?;
+        let err = Verifier::new(&AuthConfig::hs256(SECRET))?.verify(&token);
+        assert_eq!(err, Err(AuthError::Invalid("wrong audience".into())));
+        Ok(())
+    }
+}

@@ -1,0 +1,13 @@
+//! The HTTP API driven through the router with `oneshot` (no sockets): authentication, the
+//! approval loop, tenant isolation, limits and the OpenAPI document.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+
+mod suite {
+    mod approvals;
+    mod auth;
+    mod keys;
+    mod limits;
+    mod openapi;
+    mod routes;
+    mod support;
+}

@@ -1,0 +1,144 @@
+//! The approval loop over HTTP, the approver ≠ requester rule, and tenant isolation: another
+//! tenant's approvals and audit answer 404 / nothing, never their content.
+
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+use super::support::{app, code, get, post, token, token_for};
+
+fn scale(resource_version: i64) -> Value {
+    json!({"tool": "scale_replicas", "arguments": {"service": "checkout", "replicas": 3, "resource_version": resource_version},
+           "run_id": "run-101", "incident": "inc-42"})
+}
+
+/// The requester's first call: `approval_required` (a 200 verdict) with the approval id.
+async fn requested(app: &axum::Router) -> String {
+    let (status, first) = post(app, "/v1/calls", Some(&token("requester-1")), &scale(7)).await;
+    assert_eq!(status, StatusCode::OK, "a verdict is not an HTTP error: {first}");
+    assert_eq!(first["status"], "rejected");
+    assert_eq!(first["rejection"]["code"], "approval_required");
+    first["approval_id"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn the_full_approval_loop_executes_exactly_once() {
+    let app = app().await;
+    let id = requested(&app).await;
+    let operator = token("operator-2");
+    let (status, pending) = get(&app, "/v1/approvals", Some(&operator)).await;
+    assert_eq!(status, StatusCode::OK);
+    let ids: Vec<_> = pending["approvals"].as_array().unwrap().iter().map(|a| a["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, [id.as_str()]);
+    let (status, shown) = get(&app, &format!("/v1/approvals/{id}"), Some(&operator)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(shown["approval"]["plan"]["arguments"]["replicas"], 3);
+    assert_eq!(shown["approval"]["requester"], "requester-1");
+    let (status, granted) = post(&app, &format!("/v1/approvals/{id}/approve"), Some(&operator), &json!(null)).await;
+    assert_eq!(status, StatusCode::OK, "{granted}");
+    assert_eq!(granted["approval"]["status"], "granted");
+    // The identical call now executes, once.
+    let requester = token("requester-1");
+    let (_, done) = post(&app, "/v1/calls", Some(&requester), &scale(7)).await;
+    assert_eq!(done["status"], "ok", "{done}");
+    assert_eq!(done["approval_id"], id.as_str());
+    assert!(done["job_id"].is_string());
+    // The approval is spent: repeating it does not execute again.
+    let (_, again) = post(&app, "/v1/calls", Some(&requester), &scale(8)).await;
+    assert_eq!(again["status"], "rejected", "{again}");
+    assert_eq!(again["rejection"]["code"], "approval_required");
+    assert_ne!(again["approval_id"], id.as_str());
+    let (_, audit) = get(&app, "/v1/audit", Some(&operator)).await;
+    let executed = audit["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "tool_call" && e["tool"] == "scale_replicas" && e["decision"] == "executed")
+        .count();
+    assert_eq!(executed, 1, "{audit}");
+}
+
+#[tokio::test]
+async fn the_requester_cannot_approve_their_own_plan() {
+    let app = app().await;
+    let id = requested(&app).await;
+    // Even a token granting the requester `approval:grant` is refused by the desk.
+    let self_approver = token_for("requester-1", "tenant-a", &["checkout"], &["approval:grant"]);
+    let (status, body) = post(&app, &format!("/v1/approvals/{id}/approve"), Some(&self_approver), &json!(null)).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert_eq!(code(&body), "approver_denied");
+    // Without an approver scope the route itself is forbidden.
+    let (status, body) =
+        post(&app, &format!("/v1/approvals/{id}/approve"), Some(&token("viewer-4")), &json!(null)).await;
+    assert_eq!((status, code(&body)), (StatusCode::FORBIDDEN, "forbidden"));
+    let (status, body) = get(&app, "/v1/approvals", Some(&token("requester-1"))).await;
+    assert_eq!((status, code(&body)), (StatusCode::FORBIDDEN, "forbidden"));
+}
+
+#[tokio::test]
+async fn a_rejected_plan_stays_rejected() {
+    let app = app().await;
+    let id = requested(&app).await;
+    let lead = token("lead-3");
+    let (status, body) = post(&app, &format!("/v1/approvals/{id}/reject"), Some(&lead), &json!({"reason": ""})).await;
+    assert_eq!((status, code(&body)), (StatusCode::BAD_REQUEST, "bad_request"));
+    let (status, body) =
+        post(&app, &format!("/v1/approvals/{id}/reject"), Some(&lead), &json!({"reason": "not during the freeze"}))
+            .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["approval"]["status"], "rejected");
+    let (_, pending) = get(&app, "/v1/approvals", Some(&lead)).await;
+    assert_eq!(pending["approvals"], json!([]));
+}
+
+#[tokio::test]
+async fn another_tenant_can_neither_see_nor_decide_nor_read_the_audit() {
+    let app = app().await;
+    let id = requested(&app).await;
+    let intruder =
+        token_for("operator-9", "tenant-b", &["checkout"], &["approval:grant", "approval:sign_off", "audit:read"]);
+    let (status, pending) = get(&app, "/v1/approvals", Some(&intruder)).await;
+    assert_eq!((status, pending["approvals"].clone()), (StatusCode::OK, json!([])));
+    for (path, body) in [
+        (format!("/v1/approvals/{id}"), None),
+        (format!("/v1/approvals/{id}/approve"), Some(json!(null))),
+        (format!("/v1/approvals/{id}/reject"), Some(json!({"reason": "mine now"}))),
+    ] {
+        let (status, answer) = match body {
+            None => get(&app, &path, Some(&intruder)).await,
+            Some(b) => post(&app, &path, Some(&intruder), &b).await,
+        };
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {answer}");
+        assert_eq!(code(&answer), "not_found");
+        assert!(!answer.to_string().contains("requester-1"), "nothing of the plan leaks");
+    }
+    // An unknown id of the caller's own tenant answers exactly the same.
+    let (status, body) = get(&app, "/v1/approvals/no-such-id", Some(&token("operator-2"))).await;
+    assert_eq!((status, code(&body)), (StatusCode::NOT_FOUND, "not_found"));
+    let (_, audit) = get(&app, "/v1/audit", Some(&intruder)).await;
+    assert_eq!(audit["events"], json!([]));
+    // The request is still pending for its own tenant.
+    let (_, own) = get(&app, "/v1/approvals", Some(&token("operator-2"))).await;
+    assert_eq!(own["approvals"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn audit_pages_follow_the_chain() {
+    let app = app().await;
+    let requester = token("requester-1");
+    for _ in 0..3 {
+        let call = json!({"tool": "get_service_snapshot", "arguments": {"service": "checkout"}});
+        let (_, read) = post(&app, "/v1/calls", Some(&requester), &call).await;
+        assert_eq!(read["status"], "ok", "{read}");
+    }
+    let operator = token("operator-2");
+    let (_, first) = get(&app, "/v1/audit?limit=2", Some(&operator)).await;
+    assert_eq!(first["events"].as_array().unwrap().len(), 2);
+    let after = first["next_after"].as_u64().unwrap();
+    let (_, second) = get(&app, &format!("/v1/audit?after={after}&limit=2"), Some(&operator)).await;
+    assert_eq!(second["events"].as_array().unwrap().len(), 1);
+    assert_eq!(second["next_after"], Value::Null);
+    let (status, body) = get(&app, "/v1/audit?limit=0", Some(&operator)).await;
+    assert_eq!((status, code(&body)), (StatusCode::BAD_REQUEST, "bad_request"));
+    let (status, body) = get(&app, "/v1/audit", Some(&token("viewer-4"))).await;
+    assert_eq!((status, code(&body)), (StatusCode::FORBIDDEN, "forbidden"));
+}

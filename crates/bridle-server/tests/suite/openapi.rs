@@ -1,0 +1,35 @@
+//! The OpenAPI document parses as OpenAPI 3.1, lists every route, and says that a verdict is a
+//! 200 and not an HTTP error.
+
+use axum::http::StatusCode;
+
+use super::support::{app, get};
+
+#[tokio::test]
+async fn the_document_lists_every_route() {
+    let app = app().await;
+    let (status, doc) = get(&app, "/openapi.json", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"), "{}", doc["openapi"]);
+    let paths = doc["paths"].as_object().unwrap();
+    for (path, method) in [
+        ("/healthz", "get"),
+        ("/openapi.json", "get"),
+        ("/v1/tools", "get"),
+        ("/v1/calls", "post"),
+        ("/v1/approvals", "get"),
+        ("/v1/approvals/{id}", "get"),
+        ("/v1/approvals/{id}/approve", "post"),
+        ("/v1/approvals/{id}/reject", "post"),
+        ("/v1/audit", "get"),
+        ("/v1/guard/scan", "post"),
+        ("/v1/check", "post"),
+    ] {
+        assert!(paths.get(path).and_then(|p| p.get(method)).is_some(), "{method} {path} missing");
+    }
+    assert_eq!(paths.len(), 11, "no undocumented extras: {:?}", paths.keys().collect::<Vec<_>>());
+    assert_eq!(doc["components"]["securitySchemes"]["bearer"]["scheme"], "bearer");
+    let calls = doc["paths"]["/v1/calls"]["post"]["responses"]["200"]["description"].as_str().unwrap();
+    assert!(calls.contains("200 responses carrying the verdict"), "{calls}");
+    assert!(doc["components"]["schemas"]["ErrorBody"].is_object());
+}
