@@ -175,30 +175,20 @@ impl Graph {
         self.run_here(config, Begin::Continue).await.into_result()
     }
 
-    /// The stream consumed in the caller's task: the run and the reader take turns on one
-    /// thread instead of waking each other across threads for every event.
+    /// The run in the caller's task, keeping only its outcome: the same executor as
+    /// [`Graph::stream`], with events delivered to the hooks alone (none are built when there
+    /// are no hooks).
     async fn run_here(&self, config: RunConfig, begin: Begin) -> RunOutcome {
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let thread_id = config.thread_id.clone();
-        let run = exec::run(self.0.clone(), config, begin, tx);
-        let read = async move {
-            let mut last = None;
-            while let Some(event) = rx.recv().await {
-                if let Event::Finished { outcome } = event {
-                    last = Some(outcome);
-                }
-            }
-            last
-        };
-        let ((), last) = tokio::join!(run, read);
-        last.unwrap_or_else(|| lost(&thread_id, "no reason"))
+        exec::run(self.0.clone(), config, begin, None).await
     }
 
     fn spawn(&self, config: RunConfig, begin: Begin) -> RunStream {
         let (tx, rx) = mpsc::unbounded_channel();
         let graph = self.0.clone();
         let thread_id = config.thread_id.clone();
-        let handle = tokio::spawn(async move { exec::run(graph, config, begin, tx).await });
+        let handle = tokio::spawn(async move {
+            exec::run(graph, config, begin, Some(tx)).await;
+        });
         RunStream { rx, handle, thread_id }
     }
 }

@@ -1,6 +1,7 @@
 //! The runtime builder: assembles a running Bridle from a configuration in a fixed order —
-//! stores, checkpointer, model client, hooks, automation, task graph, gate — each part
-//! replaceable for tests, and a `shutdown` that drains background work.
+//! stores, checkpointer, model client, hooks, automation, task graph, the gate with the guard's
+//! argument scanner — each part replaceable for tests, and a `shutdown` that drains background
+//! work.
 //!
 //! Precedence for every setting: the configuration file, then the environment
 //! (`BRIDLE_STORE_URL`, `BRIDLE_LLM_URL`, `BRIDLE_LLM_API_KEY`), then what the caller sets on
@@ -9,6 +10,7 @@
 use std::sync::{Arc, Mutex};
 
 use bridle_core::config::{Config, LlmSettings};
+use bridle_core::guard::scanner::GuardScanner;
 use bridle_core::ports::{Adapter, Checkpointer, Clock, StoreError, SystemClock};
 use serde_json::Value;
 use tokio::task::JoinSet;
@@ -41,6 +43,9 @@ pub enum BuildError {
     /// The model client could not be built.
     #[error("model client: {0}")]
     Llm(String),
+    /// The guard's rules could not be compiled.
+    #[error("guard: {0}")]
+    Guard(String),
 }
 
 /// Environment overrides, read once (tests pass their own).
@@ -194,7 +199,9 @@ impl RuntimeBuilder {
             Some(adapter) => adapter,
             None => crate::adapter::in_process(&self.config).0,
         };
-        let gate = Gate::new(self.config.clone(), stores.clone(), adapter, self.clock.clone());
+        let scanner = GuardScanner::from_settings(&self.config.guard).map_err(|e| BuildError::Guard(e.to_string()))?;
+        let gate =
+            Gate::new(self.config.clone(), stores.clone(), adapter, self.clock.clone()).with_scanner(Arc::new(scanner));
         Ok(Runtime {
             config: self.config,
             stores,

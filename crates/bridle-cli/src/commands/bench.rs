@@ -7,7 +7,13 @@ use anyhow::Context;
 use bridle_runtime::bench::{self, Plan};
 
 pub fn runtime(json: bool, samples: Option<usize>) -> anyhow::Result<ExitCode> {
-    let dir = tempfile::tempdir().context("creating a directory for the benchmark's SQLite files")?;
+    // SQLite files go where commits hit the disk: `$BRIDLE_BENCH_DIR`, else the system's
+    // temporary directory (set the variable when that is a tmpfs, where a commit costs nothing).
+    let dir = match std::env::var_os("BRIDLE_BENCH_DIR") {
+        Some(base) => tempfile::tempdir_in(base),
+        None => tempfile::tempdir(),
+    }
+    .context("creating a directory for the benchmark's SQLite files")?;
     let mut plan = Plan::default();
     if let Some(samples) = samples {
         plan.samples = samples.max(1);

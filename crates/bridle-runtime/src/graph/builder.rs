@@ -88,6 +88,8 @@ pub(crate) struct Compiled {
     pub start_router: Option<(Router, HashSet<String>)>,
     pub joins: Vec<Join>,
     pub recursion_limit: u64,
+    /// Whether any node has an iteration bound (else the per-step check is skipped).
+    pub bounded: bool,
 }
 
 /// Assembles a graph.
@@ -299,6 +301,7 @@ impl GraphBuilder {
         }
         let hash = hex::encode(Sha256::digest(describe.as_bytes()));
         let id = format!("{}@{}", self.name, hash.get(..16).unwrap_or(&hash));
+        let bounded = entries.iter().any(|e| e.options.max_iterations.is_some());
         Ok(super::Graph(Arc::new(Compiled {
             name: self.name,
             id,
@@ -309,6 +312,7 @@ impl GraphBuilder {
             start_router,
             joins,
             recursion_limit: self.recursion_limit,
+            bounded,
         })))
     }
 }

@@ -27,8 +27,13 @@ use super::state::{State, Update};
 use super::{Begin, Durability, RunConfig};
 
 /// Runs one thread and reports its events, ending with `Finished`.
-pub(crate) async fn run(graph: Arc<Compiled>, config: RunConfig, begin: Begin, tx: UnboundedSender<Event>) {
-    let sink = EventSink { stream: Some(tx), hooks: config.hooks.clone(), thread_id: config.thread_id.as_str().into() };
+pub(crate) async fn run(
+    graph: Arc<Compiled>,
+    config: RunConfig,
+    begin: Begin,
+    tx: Option<UnboundedSender<Event>>,
+) -> RunOutcome {
+    let sink = EventSink { stream: tx, hooks: config.hooks.clone(), thread_id: config.thread_id.as_str().into() };
     let deadline = config.deadline.map(|d| tokio::time::Instant::now() + d);
     let outcome = match Runner::begin(&graph, &config, &sink, begin).await {
         Ok(Started::Run(mut runner)) => {
@@ -45,14 +50,25 @@ pub(crate) async fn run(graph: Arc<Compiled>, config: RunConfig, begin: Begin, t
             error: Some(error),
         },
     };
-    sink.send(Event::Finished { outcome });
+    if sink.is_active() {
+        sink.send(Event::Finished { outcome: outcome.clone() });
+    }
+    outcome
 }
 
 /// A task of the current step.
 struct Task {
     spec: TaskSpec,
     node: usize,
-    triggers: Vec<String>,
+    /// Indexes of the previous step's tasks whose edges led here (empty after a resume).
+    triggers: Vec<usize>,
+}
+
+/// Where an edge leads, resolved to a node index; the `usize` beside it is the index of the
+/// task that chose it (`usize::MAX` for the start).
+enum Next {
+    Node(usize),
+    Send(usize, Value),
 }
 
 enum Started<'a> {
@@ -123,12 +139,13 @@ impl<'a> Runner<'a> {
                 let mut runner = Self::new(graph, config, sink, state);
                 let mut next = Vec::new();
                 for to in graph.start.iter().flatten() {
-                    next.push((Target::Node(node_name(graph, *to)), String::new()));
+                    next.push((Next::Node(*to), usize::MAX));
                 }
                 if let Some((router, declared)) = &graph.start_router {
                     for t in router(&runner.state) {
-                        check_declared(&t, declared, super::START)?;
-                        next.push((t, String::new()));
+                        if let Some(n) = resolve(graph, t, declared, super::START)? {
+                            next.push((n, usize::MAX));
+                        }
                     }
                 }
                 runner.tasks = runner.schedule(next)?;
@@ -243,6 +260,9 @@ impl<'a> Runner<'a> {
         if self.deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
             return Err(Rejection::new(Code::DeadlineExceeded, "the run's deadline passed"));
         }
+        if !self.graph.bounded {
+            return Ok(());
+        }
         let mut planned = vec![0u32; self.graph.nodes.len()];
         for t in &self.tasks {
             if let Some(p) = planned.get_mut(t.node) {
@@ -299,10 +319,18 @@ impl<'a> Runner<'a> {
     /// Runs the tasks of the current step that have no stored writes.
     async fn run_step(&self) -> Result<Vec<Option<TaskResult>>, Interrupted> {
         let several = self.tasks.len() > 1;
-        let work = self.tasks.iter().map(|t| async move {
-            if self.stored.contains_key(&t.spec.id) { None } else { Some(self.run_task(t, several).await) }
-        });
-        let all = join_all(work);
+        let work = async {
+            match self.tasks.as_slice() {
+                // One task (most steps): no fan-in machinery.
+                [one] if self.stored.is_empty() => vec![Some(self.run_task(one, false).await)],
+                tasks => {
+                    join_all(tasks.iter().map(|t| async move {
+                        if self.stored.contains_key(&t.spec.id) { None } else { Some(self.run_task(t, several).await) }
+                    }))
+                    .await
+                }
+            }
+        };
         let cancel = self.config.cancel.requested();
         let deadline = async {
             match self.deadline {
@@ -310,8 +338,10 @@ impl<'a> Runner<'a> {
                 None => std::future::pending().await,
             }
         };
+        // Biased: a step that finishes on its first poll never registers a waiter or a timer.
         tokio::select! {
-            results = all => Ok(results),
+            biased;
+            results = work => Ok(results),
             () = cancel => Err(Interrupted::Cancel),
             () = deadline => Err(Interrupted::Deadline),
         }
@@ -329,7 +359,7 @@ impl<'a> Runner<'a> {
                 step: self.step,
                 task_id: task.spec.id.clone(),
                 node: task.spec.node.clone(),
-                triggers: task.triggers.clone(),
+                triggers: task.triggers.iter().map(|i| format!("{}:{i}", self.step.saturating_sub(1))).collect(),
             };
             if self.visits.get(task.node) == Some(&0)
                 && let Some(hooks) = &self.sink.hooks
@@ -526,18 +556,19 @@ impl<'a> Runner<'a> {
     }
 
     /// The targets the finished tasks' edges choose, with the task that chose each.
-    fn route(&mut self) -> Result<Vec<(Target, String)>, Rejection> {
+    fn route(&mut self) -> Result<Vec<(Next, usize)>, Rejection> {
         let graph = self.graph;
         let mut next = Vec::new();
-        for task in &self.tasks {
+        for (i, task) in self.tasks.iter().enumerate() {
             let Some(entry) = graph.nodes.get(task.node) else { continue };
             for to in entry.next.iter().flatten() {
-                next.push((Target::Node(node_name(graph, *to)), task.spec.id.clone()));
+                next.push((Next::Node(*to), i));
             }
             if let Some((router, declared)) = &entry.router {
                 for t in router(&self.state) {
-                    check_declared(&t, declared, &entry.name)?;
-                    next.push((t, task.spec.id.clone()));
+                    if let Some(n) = resolve(graph, t, declared, &entry.name)? {
+                        next.push((n, i));
+                    }
                 }
             }
             for j in &entry.joins {
@@ -547,7 +578,7 @@ impl<'a> Runner<'a> {
                 }
                 if join.sources.iter().all(|s| seen.contains(s)) {
                     seen.clear();
-                    next.push((Target::Node(node_name(graph, join.target)), task.spec.id.clone()));
+                    next.push((Next::Node(join.target), i));
                 }
             }
         }
@@ -555,29 +586,25 @@ impl<'a> Runner<'a> {
     }
 
     /// Tasks of the next step: a node reached by several edges runs once; every `Send` runs.
-    fn schedule(&self, targets: Vec<(Target, String)>) -> Result<Vec<Task>, Rejection> {
+    fn schedule(&self, targets: Vec<(Next, usize)>) -> Result<Vec<Task>, Rejection> {
         let step = self.step;
         let mut tasks: Vec<Task> = Vec::new();
         for (target, trigger) in targets {
-            let (name, input) = match target {
-                Target::End => continue,
-                Target::Node(name) => (name, None),
-                Target::Send(name, input) => (name, Some(input)),
+            let (node, input) = match target {
+                Next::Node(node) => (node, None),
+                Next::Send(node, input) => (node, Some(input)),
             };
-            let node = self.graph.index.get(&name).copied().ok_or_else(|| {
-                Rejection::new(Code::NodeFailed, format!("an edge chose `{name}`, which is not a node"))
-            })?;
             if input.is_none()
                 && let Some(t) = tasks.iter_mut().find(|t| t.node == node && t.spec.input.is_none())
             {
-                if !trigger.is_empty() {
+                if trigger != usize::MAX {
                     t.triggers.push(trigger);
                 }
                 continue;
             }
             let id = format!("{step}:{}", tasks.len());
-            let triggers = if trigger.is_empty() { Vec::new() } else { vec![trigger] };
-            tasks.push(Task { spec: TaskSpec { id, node: name, input }, node, triggers });
+            let triggers = if trigger == usize::MAX { Vec::new() } else { vec![trigger] };
+            tasks.push(Task { spec: TaskSpec { id, node: node_name(self.graph, node), input }, node, triggers });
         }
         Ok(tasks)
     }
@@ -615,19 +642,35 @@ fn node_name(graph: &Compiled, index: usize) -> String {
     graph.nodes.get(index).map(|e| e.name.to_string()).unwrap_or_default()
 }
 
-fn check_declared(target: &Target, declared: &std::collections::HashSet<String>, from: &str) -> Result<(), Rejection> {
-    let name = match target {
-        Target::End => super::END,
-        Target::Node(n) | Target::Send(n, _) => n,
+/// A router's choice as a node index (`None` for END), refused when not among its declared
+/// targets.
+fn resolve(
+    graph: &Compiled,
+    target: Target,
+    declared: &std::collections::HashSet<String>,
+    from: &str,
+) -> Result<Option<Next>, Rejection> {
+    let (name, input) = match target {
+        Target::End => (super::END.to_owned(), None),
+        Target::Node(n) => (n, None),
+        Target::Send(n, input) => (n, Some(input)),
     };
-    if declared.contains(name) {
-        Ok(())
-    } else {
-        Err(Rejection::new(
+    if !declared.contains(&name) {
+        return Err(Rejection::new(
             Code::NodeFailed,
             format!("the router of `{from}` chose `{name}`, which is not among its declared targets"),
-        ))
+        ));
     }
+    if name == super::END {
+        return Ok(None);
+    }
+    let node = graph.index.get(&name).copied().ok_or_else(|| {
+        Rejection::new(Code::NodeFailed, format!("the router of `{from}` chose `{name}`, which is not a node"))
+    })?;
+    Ok(Some(match input {
+        None => Next::Node(node),
+        Some(input) => Next::Send(node, input),
+    }))
 }
 
 fn store_error(e: bridle_core::ports::StoreError) -> Rejection {

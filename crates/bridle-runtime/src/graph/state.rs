@@ -8,7 +8,7 @@
 //! in configuration and the HTTP API all see the same thing; nodes read fields with
 //! [`State::get_as`] into their own types.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -144,7 +144,7 @@ impl StateSchema {
             other => return Err(invalid(format!("the run input must be an object, not {}", type_name(other)))),
         };
         self.check(input)?;
-        let mut written = HashSet::new();
+        let mut written = Vec::new();
         for (name, value) in input {
             self.reduce(&mut values, &mut written, name, value.clone())?;
         }
@@ -175,7 +175,7 @@ impl StateSchema {
     /// Applies the updates of one super-step, in task order, to `state`.
     pub fn apply<'a>(&self, state: &mut State, updates: impl IntoIterator<Item = &'a Value>) -> Result<(), Rejection> {
         let values = Arc::make_mut(&mut state.0);
-        let mut written = HashSet::new();
+        let mut written = Vec::new();
         for update in updates {
             let Value::Object(update) = update else { continue };
             for (name, value) in update {
@@ -185,22 +185,27 @@ impl StateSchema {
         Ok(())
     }
 
-    fn reduce(
+    fn reduce<'n>(
         &self,
         values: &mut Map<String, Value>,
-        written: &mut HashSet<String>,
-        name: &str,
+        written: &mut Vec<&'n str>,
+        name: &'n str,
         value: Value,
     ) -> Result<(), Rejection> {
         let field = self.fields.get(name).ok_or_else(|| invalid(format!("no state field `{name}`")))?;
-        let slot = values.entry(name.to_owned()).or_insert_with(|| field.default.clone());
+        if !values.contains_key(name) {
+            values.insert(name.to_owned(), field.default.clone());
+        }
+        let Some(slot) = values.get_mut(name) else { return Err(invalid(format!("no state field `{name}`"))) };
         match &field.reducer {
             Reducer::Replace => {
-                if !written.insert(name.to_owned()) {
+                // A step writes a handful of fields: a scan beats hashing.
+                if written.contains(&name) {
                     return Err(invalid(format!(
                         "two writes to `{name}` in one step; give it a reducer (append, merge) to combine them"
                     )));
                 }
+                written.push(name);
                 *slot = value;
             }
             Reducer::Append => {

@@ -1,6 +1,7 @@
 //! Tool calls from inside a node: through the gate, with an idempotency key stable across
 //! pauses and crashes, and the harness's hook events (`tool_call_decided`, then
-//! `approval_requested`, `injection_detected` or `budget_exhausted` when the verdict says so).
+//! `approval_requested`, `injection_detected` or `budget_exhausted` when the verdict says so);
+//! and the taint of a run that took in content the gate did not see (a retrieved document).
 
 use bridle_core::{Code, Principal, RunContext};
 use serde_json::json;
@@ -57,4 +58,22 @@ pub async fn call_tool(
         ctx.emit(name, summary);
     }
     Ok(outcome)
+}
+
+/// Records that the run took in untrusted content outside the gate (a retrieved document, a
+/// pasted ticket): from now on every `change` in the run needs at least `approval`, in every
+/// process sharing the store. `what` names the source in the audit reason; never the content.
+pub async fn took_in_untrusted(
+    gate: &Gate,
+    ctx: &NodeContext,
+    principal: &Principal,
+    run: &RunContext,
+    what: &str,
+) -> Result<(), NodeError> {
+    let reason = format!("{what} read by node `{}` (task {})", ctx.node(), ctx.idempotency_key());
+    gate.stores()
+        .run_flags
+        .taint(&principal.tenant, &run.run_id, &reason)
+        .await
+        .map_err(|e| NodeError::transient(Code::StateUnavailable, format!("cannot record the run's taint: {e}")))
 }

@@ -40,17 +40,7 @@ fn redact(url: &str) -> String {
     }
 }
 
-/// Maps a driver error: undecodable rows are corrupt data, everything else an unavailable store.
-pub(crate) fn db_err(e: sqlx::Error) -> StoreError {
-    match e {
-        sqlx::Error::ColumnDecode { .. }
-        | sqlx::Error::Decode(_)
-        | sqlx::Error::ColumnNotFound(_)
-        | sqlx::Error::ColumnIndexOutOfBounds { .. }
-        | sqlx::Error::TypeNotFound { .. } => StoreError::Corrupt(e.to_string()),
-        other => StoreError::Unavailable(other.to_string()),
-    }
-}
+pub(crate) use super::db_err;
 
 #[cfg(test)]
 mod tests {

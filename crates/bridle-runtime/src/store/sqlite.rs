@@ -118,17 +118,7 @@ pub(crate) fn create_parent_dir(file: &Path) -> StoreResult<()> {
     }
 }
 
-/// Maps a driver error: undecodable rows are corrupt data, everything else an unavailable store.
-pub(crate) fn db_err(e: sqlx::Error) -> StoreError {
-    match e {
-        sqlx::Error::ColumnDecode { .. }
-        | sqlx::Error::Decode(_)
-        | sqlx::Error::ColumnNotFound(_)
-        | sqlx::Error::ColumnIndexOutOfBounds { .. }
-        | sqlx::Error::TypeNotFound { .. } => StoreError::Corrupt(e.to_string()),
-        other => StoreError::Unavailable(other.to_string()),
-    }
-}
+pub(crate) use super::db_err;
 
 /// Whether a driver error is a UNIQUE/PRIMARY KEY violation.
 fn is_unique_violation(e: &sqlx::Error) -> bool {

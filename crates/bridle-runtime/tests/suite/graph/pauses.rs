@@ -424,3 +424,38 @@ async fn pauses_resume_through_postgres_checkpoints() {
     assert_eq!(store.latest(&thread).await.unwrap().unwrap().status, ThreadStatus::Done);
     store.delete_thread(&thread).await.unwrap();
 }
+
+#[tokio::test]
+async fn a_retrieved_document_taints_the_run_so_a_later_change_needs_approval() {
+    use bridle_runtime::graph::tool::{call_tool, took_in_untrusted};
+    let h = Arc::new(H::fab());
+    let h2 = h.clone();
+    let graph = GraphBuilder::new("rag", counter_schema())
+        .node(
+            "retrieve_then_act",
+            node_fn(move |_, ctx| {
+                let h = h2.clone();
+                async move {
+                    let (me, r) = (h.who("engineer"), run());
+                    // +5 °C is an automatic change on its own
+                    let call = || CallRequest {
+                        dry_run: true,
+                        ..CallRequest::new("set_temperature", json!({"equipment": "etch-01", "temp_celsius": 385}))
+                    };
+                    let before = call_tool(&h.gate, &ctx, &me, &r, call()).await?;
+                    took_in_untrusted(&h.gate, &ctx, &me, &r, "runbook page `etch-drift`").await?;
+                    let after = call_tool(&h.gate, &ctx, &me, &r, call()).await?;
+                    Ok(Update::new().set("facts", json!({"before": before.level, "after": after.level})))
+                }
+            }),
+        )
+        .edge(START, "retrieve_then_act")
+        .edge("retrieve_then_act", END)
+        .build()
+        .unwrap();
+    let out = graph.invoke(RunConfig::new("t-rag"), Value::Null).await.unwrap();
+    assert_eq!(out.state["facts"]["before"], "auto");
+    assert_eq!(out.state["facts"]["after"], "approval", "taint escalates the change");
+    let reason = h.gate.stores().run_flags.tainted("fab-1", "run-101").await.unwrap().unwrap();
+    assert!(reason.contains("runbook page `etch-drift`") && reason.contains("retrieve_then_act"), "{reason}");
+}
