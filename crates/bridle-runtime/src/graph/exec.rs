@@ -150,7 +150,10 @@ impl<'a> Runner<'a> {
                 }
                 runner.tasks = runner.schedule(next)?;
                 sink.send(Event::RunStarted { thread_id: config.thread_id.clone(), step: 0, resumed: false });
-                runner.checkpoint(ThreadStatus::Running, None, Vec::new()).await?;
+                // A run that pauses before its first step writes the paused checkpoint instead.
+                if !runner.pauses_ahead() {
+                    runner.checkpoint(ThreadStatus::Running, None, Vec::new()).await?;
+                }
                 Ok(Started::Run(Box::new(runner)))
             }
             Begin::Resume(id, value) => Self::resume(graph, config, sink, &id, value).await,
@@ -281,6 +284,14 @@ impl<'a> Runner<'a> {
             }
         }
         Ok(())
+    }
+
+    /// Whether the next step starts with a pause (cheaper than building the pauses).
+    fn pauses_ahead(&self) -> bool {
+        self.tasks.iter().any(|t| {
+            self.graph.nodes.get(t.node).is_some_and(|e| e.pause_before.is_some())
+                && !self.resumes.contains_key(&interrupt_id(&self.config.thread_id, &t.spec.id, BEFORE))
+        })
     }
 
     /// Pauses before nodes that have not been answered yet.
@@ -548,7 +559,9 @@ impl<'a> Runner<'a> {
             Err(e) => return Err(self.stop(ThreadStatus::Failed, Some(e)).await),
         };
         let status = if self.tasks.is_empty() { ThreadStatus::Done } else { ThreadStatus::Running };
-        if let Err(e) = self.checkpoint(status, None, Vec::new()).await {
+        // The next step pauses before it starts: the pause writes its own checkpoint.
+        let skip = status == ThreadStatus::Running && self.pauses_ahead();
+        if !skip && let Err(e) = self.checkpoint(status, None, Vec::new()).await {
             return Err(self.outcome(ThreadStatus::Failed, Vec::new(), Some(e)));
         }
         self.sink.send(Event::StepDone { step: done, checkpointed: self.config.checkpointer.is_some() });
