@@ -1,10 +1,13 @@
 //! One module per command; shared helpers for config and store selection.
 
+pub mod approvals;
 pub mod audit;
 pub mod bench;
 pub mod check;
 pub mod demo;
 pub mod guard;
+pub mod mcp;
+pub mod observability;
 pub mod out;
 pub mod serve;
 pub mod token;

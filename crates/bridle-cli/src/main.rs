@@ -59,11 +59,61 @@ enum Command {
         /// Address to listen on (default 127.0.0.1:8080).
         #[arg(long, env = "BRIDLE_LISTEN")]
         listen: Option<String>,
+        /// Logs as JSON lines on stderr (also `BRIDLE_LOG=json`); the level comes from RUST_LOG.
+        #[arg(long)]
+        log_json: bool,
+    },
+    /// Serve MCP to one agent on stdin/stdout (stdout carries protocol only; logs go to stderr).
+    Mcp {
+        /// Speak MCP over stdin/stdout (the only transport of this command; `bridle serve` has `/mcp`).
+        #[arg(long, required = true)]
+        stdio: bool,
+        /// The caller's token (default: BRIDLE_TOKEN), verified like `bridle serve` verifies tokens.
+        #[arg(long)]
+        token: Option<String>,
+    },
+    /// The approvals desk on the store, for operators on the server's machine: acts as a
+    /// principal named in the configuration (`--as operator-2`) through the same desk as the
+    /// API, so approver ≠ requester, the approval scopes, the plan's service and the expiry are
+    /// checked the same way, and every act is audited.
+    Approvals {
+        #[command(subcommand)]
+        command: ApprovalsCommand,
     },
     /// Development tokens.
     Token {
         #[command(subcommand)]
         command: TokenCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ApprovalsCommand {
+    /// Pending requests of the principal's tenant (id, tool, arguments, plan hash prefix,
+    /// requester, level, expiry); `--json` prints one JSON line each.
+    List {
+        /// Principal of the configuration to act as.
+        #[arg(long = "as", value_name = "PRINCIPAL")]
+        acting_as: String,
+    },
+    /// Add the principal's grant to a pending request.
+    Approve {
+        /// Principal of the configuration to act as.
+        #[arg(long = "as", value_name = "PRINCIPAL")]
+        acting_as: String,
+        /// Approval id.
+        id: String,
+    },
+    /// Reject a pending request.
+    Reject {
+        /// Principal of the configuration to act as.
+        #[arg(long = "as", value_name = "PRINCIPAL")]
+        acting_as: String,
+        /// Approval id.
+        id: String,
+        /// Why (recorded with the rejection and in the audit log).
+        #[arg(long)]
+        reason: String,
     },
 }
 
@@ -141,6 +191,11 @@ enum AuditCommand {
     },
 }
 
+/// The approvals desk's shared arguments.
+fn desk<'a>(cli: &'a Cli, acting_as: &'a str) -> commands::approvals::Desk<'a> {
+    commands::approvals::Desk { config: cli.config.as_deref(), db: cli.db.as_deref(), acting_as, json: cli.json }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
@@ -174,8 +229,20 @@ fn main() -> ExitCode {
             Command::Bench { command: BenchCommand::Runtime { samples } } => {
                 commands::bench::runtime(cli.json, *samples)
             }
-            Command::Serve { listen } => {
-                commands::serve::run(cli.config.as_deref(), cli.db.as_deref(), listen.as_deref()).await
+            Command::Serve { listen, log_json } => {
+                commands::serve::run(cli.config.as_deref(), cli.db.as_deref(), listen.as_deref(), *log_json).await
+            }
+            Command::Approvals { command: ApprovalsCommand::List { acting_as } } => {
+                commands::approvals::list(&desk(&cli, acting_as)).await
+            }
+            Command::Approvals { command: ApprovalsCommand::Approve { acting_as, id } } => {
+                commands::approvals::approve(&desk(&cli, acting_as), id).await
+            }
+            Command::Approvals { command: ApprovalsCommand::Reject { acting_as, id, reason } } => {
+                commands::approvals::reject(&desk(&cli, acting_as), id, reason).await
+            }
+            Command::Mcp { stdio: _, token } => {
+                commands::mcp::stdio(cli.config.as_deref(), cli.db.as_deref(), token.as_deref()).await
             }
             Command::Token { command: TokenCommand::Issue { subject, tenant, services, scopes, ttl } } => {
                 let args = commands::token::IssueArgs { subject, tenant, services, scopes, ttl };

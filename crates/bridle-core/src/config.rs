@@ -5,7 +5,9 @@
 
 mod raw;
 mod runtime;
+mod server;
 mod validate;
+mod webhooks;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -18,7 +20,9 @@ use crate::policy::PolicyEngine;
 use crate::principal::Principal;
 
 pub use runtime::{LlmSettings, RuntimeSettings};
+pub use server::ServerSettings;
 pub use validate::load;
+pub use webhooks::{DEFAULT_SECRET_ENV, WebhookSettings};
 
 /// Where referenced files (schemas, policies) come from: a directory, or an embedded bundle.
 pub trait Files {
@@ -110,6 +114,10 @@ pub struct Config {
     pub runtime: RuntimeSettings,
     /// Which model answers (`[llm]`).
     pub llm: LlmSettings,
+    /// Operator notifications (`[webhooks]`).
+    pub webhooks: WebhookSettings,
+    /// What `bridle serve` listens on and its request limits (`[server]`).
+    pub server: ServerSettings,
 }
 
 /// Validated `[guard]` settings.

@@ -78,6 +78,7 @@ impl Gate {
         let request = ApprovalRequest::new(id.to_owned(), plan, hash, level, now, expires_at);
         self.stores.approvals.create_request(&request).await?;
         self.audit_approval(EventKind::ApprovalRequested, &request, &request.requester, None, None).await?;
+        announce(self, &request);
         Ok(request)
     }
 
@@ -118,6 +119,7 @@ impl Gate {
                         Some(Decision::Executed),
                     )
                     .await?;
+                    metrics::counter!("bridle_approvals_granted_total").increment(1);
                     return Ok(updated);
                 }
                 Err(StoreError::Contention(_)) => continue,
@@ -150,6 +152,7 @@ impl Gate {
         updated.rejection_reason = Some(reason.to_owned());
         self.audit_approval(EventKind::ApprovalRejected, &updated, &approver.subject, None, Some(Decision::Rejected))
             .await?;
+        metrics::counter!("bridle_approvals_rejected_total").increment(1);
         Ok(updated)
     }
 
@@ -196,6 +199,14 @@ impl Gate {
         };
         self.stores.audit.append(vec![record]).await?;
         Ok(())
+    }
+}
+
+/// Counts a new pending request and tells the gate's notifier, if any (in the background).
+pub(crate) fn announce(gate: &Gate, request: &ApprovalRequest) {
+    metrics::counter!("bridle_approvals_created_total").increment(1);
+    if let Some(notifier) = &gate.notifier {
+        notifier.approval_requested(request);
     }
 }
 

@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tracing::Instrument;
 
+use crate::notify::ApprovalNotifier;
 use crate::store::Stores;
 use output::OutputGuard;
 use trace::Trace;
@@ -221,6 +222,7 @@ pub struct Gate {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) scanner: Option<Arc<dyn ArgumentScanner>>,
     pub(crate) output: Arc<OutputGuard>,
+    pub(crate) notifier: Option<Arc<dyn ApprovalNotifier>>,
 }
 
 impl Gate {
@@ -228,13 +230,21 @@ impl Gate {
     /// the configuration's `[guard]` section.
     pub fn new(config: Arc<Config>, stores: Stores, adapter: Arc<dyn Adapter>, clock: Arc<dyn Clock>) -> Self {
         let output = Arc::new(OutputGuard::new(&config.guard));
-        Self { config, stores, adapter, clock, scanner: None, output }
+        Self { config, stores, adapter, clock, scanner: None, output, notifier: None }
     }
 
     /// Adds the scanner used at step 4.
     #[must_use]
     pub fn with_scanner(mut self, scanner: Arc<dyn ArgumentScanner>) -> Self {
         self.scanner = Some(scanner);
+        self
+    }
+
+    /// Adds the notifier told of every pending approval request the gate or the desk creates
+    /// (in the background: it never blocks or fails the call).
+    #[must_use]
+    pub fn with_notifier(mut self, notifier: Arc<dyn ApprovalNotifier>) -> Self {
+        self.notifier = Some(notifier);
         self
     }
 
@@ -258,7 +268,7 @@ impl Gate {
         let mut t = Trace::start(self.clock.now(), &req.tool);
         let span =
             tracing::info_span!("gate_call", call_id = %t.call_id, tool = %req.tool, subject = %principal.subject);
-        let decided = self.decide(principal, run, req, &mut t).instrument(span).await;
+        let decided = self.decide(principal, run, req, &mut t).instrument(span.clone()).await;
         let (verdict, decision) = match decided {
             Ok(v) => v,
             Err(Stop::Reject(r)) => {
@@ -276,6 +286,7 @@ impl Gate {
             }
         };
         let outcome = t.outcome(verdict);
+        self.observe(&outcome, t.elapsed(), &span);
         let mut record = t.record(principal, run, self.config.policy.version(), decision, &outcome);
         if req.metadata_only {
             record.reason = None;
@@ -363,6 +374,27 @@ impl Gate {
             return Ok(Some(String::new()));
         }
         Ok(self.stores.run_flags.tainted(&principal.tenant, &run.run_id).await?)
+    }
+
+    /// Logs the decision in the call's span, counts the verdict by tool and code and records
+    /// the call's latency. A name that is not registered is counted as [`UNREGISTERED`]: a label
+    /// never takes a caller's free text.
+    fn observe(&self, outcome: &CallOutcome, elapsed: std::time::Duration, span: &tracing::Span) {
+        let tool = if self.config.registry.get(&outcome.tool).is_some() {
+            outcome.tool.clone()
+        } else {
+            UNREGISTERED.to_owned()
+        };
+        let code = match &outcome.verdict {
+            Verdict::Ok { .. } => "ok",
+            Verdict::Rejected { rejection } => rejection.code.as_str(),
+            Verdict::DryRun { would_reject: None } => "dry_run_ok",
+            Verdict::DryRun { would_reject: Some(r) } => r.code.as_str(),
+        };
+        let latency_ms = elapsed.as_secs_f64() * 1000.0;
+        tracing::info!(parent: span, code, latency_ms, "tool call decided");
+        metrics::counter!("bridle_gate_verdicts_total", "tool" => tool.clone(), "code" => code).increment(1);
+        metrics::histogram!("bridle_gate_call_seconds", "tool" => tool).record(elapsed.as_secs_f64());
     }
 
     fn scan(&self, tool: &ToolContract, args: &Value) -> Result<(), Rejection> {

@@ -17,6 +17,7 @@ pub mod gate;
 pub mod graph;
 pub mod jobs;
 pub mod llm;
+pub mod notify;
 pub mod pipelines;
 pub mod runtime;
 pub mod store;

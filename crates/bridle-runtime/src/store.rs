@@ -1,6 +1,7 @@
 //! Stores: the port implementations, chosen by URL.
 //!
-//! `memory` (nothing persists), `sqlite://PATH` / `sqlite::memory:` (the embedded default, WAL).
+//! `memory` (nothing persists), `sqlite://PATH` / `sqlite::memory:` (the embedded default, WAL),
+//! `postgres://…` / `postgresql://…` (several replicas sharing one database).
 //! Approvals and jobs always come from one backend, because reserving a job consumes an
 //! approval in the same transaction.
 
@@ -13,6 +14,7 @@ use std::sync::Arc;
 use bridle_core::ports::{ApprovalLedger, AuditLog, BudgetStore, DecisionLog, JobStore, RunFlags, StoreError};
 
 pub use memory::MemoryStore;
+pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
 /// Every port a running Bridle needs, from one backend.
@@ -30,7 +32,7 @@ pub struct Stores {
     pub decisions: Arc<dyn DecisionLog>,
     /// Run flags (taint).
     pub run_flags: Arc<dyn RunFlags>,
-    /// The URL it was opened from (`memory` for the in-memory store).
+    /// The URL it was opened from (`memory` for the in-memory store), without any password.
     pub url: String,
 }
 
@@ -64,7 +66,8 @@ impl Stores {
         Self::from_backend(Arc::new(MemoryStore::new()), "memory")
     }
 
-    /// Opens the store a URL names: `memory`, `sqlite://PATH`, `sqlite::memory:`.
+    /// Opens the store a URL names: `memory`, `sqlite://PATH`, `sqlite::memory:`,
+    /// `postgres://…` or `postgresql://…`.
     pub async fn open(url: &str) -> Result<Self, StoreError> {
         if url == "memory" {
             return Ok(Self::memory());
@@ -73,8 +76,13 @@ impl Stores {
             let store = SqliteStore::open(url).await?;
             return Ok(Self::from_backend(Arc::new(store), url));
         }
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            let store = PostgresStore::open(url).await?;
+            // `url` is printed (e.g. at `bridle serve` start-up): never with its password.
+            return Ok(Self::from_backend(Arc::new(store), &postgres::redact(url)));
+        }
         Err(StoreError::Unavailable(format!(
-            "unsupported store URL `{url}` (use `memory`, `sqlite://PATH` or `sqlite::memory:`)"
+            "unsupported store URL `{url}` (use `memory`, `sqlite://PATH`, `sqlite::memory:` or `postgres://…`)"
         )))
     }
 }

@@ -19,5 +19,6 @@ mod suite {
     mod runtime;
     mod store_contract;
     mod support;
+    mod webhook;
     mod workbench;
 }

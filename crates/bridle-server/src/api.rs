@@ -67,7 +67,7 @@ impl Caller {
 }
 
 /// Middleware: bearer token → [`Caller`], then one token from the caller's bucket.
-async fn authenticate(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+pub(crate) async fn authenticate(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
     let principal = match bearer(&req).and_then(|token| state.verifier.verify(token)) {
         Ok(p) => p,
         Err(e) => {

@@ -6,6 +6,8 @@ pub mod api;
 pub mod auth;
 pub mod error;
 pub mod limits;
+pub mod mcp;
+pub mod observe;
 pub mod openapi;
 pub mod serve;
 
@@ -46,6 +48,10 @@ pub struct AppState {
     pub limiter: Arc<RateLimiter>,
     /// The guard's detector for `/v1/guard/scan`.
     pub detector: Arc<Detector>,
+    /// The MCP endpoint `/mcp`: console URL, accepted hosts, shutdown.
+    pub mcp: mcp::McpSettings,
+    /// The Prometheus recorder rendered at `/metrics` (`None`: `/metrics` answers 404).
+    pub metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -58,15 +64,32 @@ impl AppState {
     /// State over `gate` (a runtime's), verifying tokens as `auth` says, held to `limits`. The
     /// guard's scanner is installed on the gate for `scan = true` arguments (gate step 4).
     pub fn new(gate: Gate, auth: &AuthConfig, limits: Limits) -> Result<Self, StartError> {
-        let scanner = Arc::new(GuardScanner::from_settings(&gate.config().guard)?);
         Ok(Self {
-            gate: gate.with_scanner(scanner),
+            gate: guarded_gate(gate)?,
             verifier: Arc::new(Verifier::new(auth)?),
             limits,
             limiter: Arc::new(RateLimiter::new(limits.rate_per_second, limits.burst)),
             detector: Arc::new(Detector::new()?),
+            mcp: mcp::McpSettings::default(),
+            metrics: None,
         })
     }
+}
+
+impl AppState {
+    /// Serves `handle` at `/metrics` (see [`observe::install_recorder`]).
+    #[must_use]
+    pub fn with_metrics(mut self, handle: metrics_exporter_prometheus::PrometheusHandle) -> Self {
+        self.metrics = Some(handle);
+        self
+    }
+}
+
+/// `gate` with the guard's argument scanner installed for `scan = true` arguments (gate step
+/// 4), as every entry point (HTTP, `/mcp`, MCP over stdio) uses it.
+pub fn guarded_gate(gate: Gate) -> Result<Gate, StartError> {
+    let scanner = Arc::new(GuardScanner::from_settings(&gate.config().guard)?);
+    Ok(gate.with_scanner(scanner))
 }
 
 /// The router served by `bridle serve`: `/healthz` and `/openapi.json` without a token, the
@@ -77,10 +100,17 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(healthz))
         .route("/openapi.json", get(openapi::openapi_json))
         .merge(api::routes(&state))
+        .merge(mcp::routes(&state))
+        .merge(
+            Router::new()
+                .route("/metrics", get(observe::render))
+                .route_layer(middleware::from_fn_with_state(state.clone(), api::authenticate)),
+        )
         .fallback(error::fallback)
         .layer(middleware::from_fn_with_state(state.clone(), limits::coded_rejections))
         .layer(middleware::from_fn_with_state(state.clone(), limits::timeout))
         .layer(DefaultBodyLimit::max(limits.max_body_bytes))
+        .layer(middleware::from_fn(observe::observe))
         .with_state(state)
 }
 

@@ -44,6 +44,19 @@ impl Default for Limits {
     }
 }
 
+impl Limits {
+    /// The limits of the configuration's `[server]` section.
+    pub fn from_settings(settings: &bridle_core::config::ServerSettings) -> Self {
+        Self {
+            max_body_bytes: settings.max_body_bytes,
+            max_json_depth: settings.max_json_depth,
+            rate_per_second: settings.rate_per_second,
+            burst: settings.burst,
+            timeout: settings.request_timeout,
+        }
+    }
+}
+
 /// Most principals tracked before idle, refilled buckets are dropped.
 const MAX_TRACKED: usize = 10_000;
 

@@ -59,6 +59,7 @@ impl Modify for BearerScheme {
         api::audit::list,
         api::guard::scan,
         api::check::check,
+        crate::observe::render,
     ),
     components(schemas(ErrorBody, ErrorDetail, api::calls::CallBody, api::approvals::RejectBody,
         api::guard::ScanBody, api::check::CheckBody)),

@@ -7,6 +7,8 @@ mod suite {
     mod auth;
     mod keys;
     mod limits;
+    mod mcp;
+    mod metrics;
     mod openapi;
     mod routes;
     mod support;

@@ -14,8 +14,14 @@ use bridle_server::{AppState, router};
 
 use super::out;
 
-/// Serves on `listen` (else `BRIDLE_LISTEN`, else 127.0.0.1:8080).
-pub async fn run(config: Option<&Path>, db: Option<&str>, listen: Option<&str>) -> anyhow::Result<ExitCode> {
+/// Serves on `listen` (else `BRIDLE_LISTEN`, else `[server] listen`, else 127.0.0.1:8080).
+pub async fn run(
+    config: Option<&Path>,
+    db: Option<&str>,
+    listen: Option<&str>,
+    log_json: bool,
+) -> anyhow::Result<ExitCode> {
+    super::observability::init_logging(log_json);
     let auth = AuthConfig::from_env().context("cannot verify tokens")?;
     let config = Arc::new(super::config(config)?);
     let mut builder = RuntimeBuilder::new(config);
@@ -23,11 +29,20 @@ pub async fn run(config: Option<&Path>, db: Option<&str>, listen: Option<&str>) 
         builder = builder.store_url(db);
     }
     let runtime = builder.build().await.context("building the runtime")?;
-    let state = AppState::new(runtime.gate.clone(), &auth, Limits::default())?;
     let env_listen = std::env::var("BRIDLE_LISTEN").ok().filter(|v| !v.is_empty());
-    let addr = listen.map(str::to_owned).or(env_listen).unwrap_or_else(|| DEFAULT_LISTEN.to_owned());
+    let addr = listen
+        .map(str::to_owned)
+        .or(env_listen)
+        .or(runtime.config.server.listen.clone())
+        .unwrap_or_else(|| DEFAULT_LISTEN.to_owned());
     let listener = tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("cannot listen on `{addr}`"))?;
     let local = listener.local_addr().context("reading the listen address")?;
+    let gate =
+        super::observability::with_webhook(runtime.gate.clone(), &runtime.config, &format!("http://{local}/console"))?;
+    let mut state =
+        super::observability::with_metrics(AppState::new(gate, &auth, Limits::from_settings(&runtime.config.server))?);
+    super::mcp::settings_for(&mut state.mcp, local);
+    let mcp_stop = state.mcp.cancel.clone();
     out::line(&format!("bridle serving on http://{local} (store `{}`)", runtime.stores.url))?;
     out::line(&format!(
         "  API: http://{local}/v1/...   OpenAPI: http://{local}/openapi.json   health: http://{local}/healthz"
@@ -36,8 +51,14 @@ pub async fn run(config: Option<&Path>, db: Option<&str>, listen: Option<&str>) 
         "  token: bridle token issue --subject requester-1 --tenant tenant-a --services checkout \
          --scopes service:read,service:scale --ttl 1h   (same BRIDLE_JWT_SECRET)",
     )?;
+    out::line(&format!("  MCP (Streamable HTTP, same bearer token): http://{local}/mcp   stdio: bridle mcp --stdio"))?;
     out::line("  stop with Ctrl-C")?;
-    serve(listener, router(state), shutdown_signal()).await.context("serving")?;
+    let shutdown = async move {
+        shutdown_signal().await;
+        // Ends open MCP sessions, whose SSE streams would otherwise hold the drain open.
+        mcp_stop.cancel();
+    };
+    serve(listener, router(state), shutdown).await.context("serving")?;
     out::line("bridle: shutting down")?;
     runtime.shutdown().await;
     Ok(ExitCode::SUCCESS)

@@ -42,3 +42,20 @@ pub fn copy_example(dir: &Path) -> String {
     }
     std::fs::read_to_string(example.join("bridle.toml")).unwrap()
 }
+
+/// The PostgreSQL URL for the PostgreSQL tests (`BRIDLE_TEST_POSTGRES_URL`). `None` (after
+/// printing why) means skip; under `CI=true` a missing URL fails the test instead, so a green CI
+/// always ran them.
+pub fn postgres_url() -> Option<String> {
+    match std::env::var("BRIDLE_TEST_POSTGRES_URL") {
+        Ok(url) if !url.trim().is_empty() => Some(url),
+        _ => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "BRIDLE_TEST_POSTGRES_URL is unset but CI=true: the PostgreSQL tests must run in CI"
+            );
+            eprintln!("skipped: BRIDLE_TEST_POSTGRES_URL is unset, so the PostgreSQL tests do not run");
+            None
+        }
+    }
+}

@@ -30,6 +30,10 @@ pub(super) struct RawConfig {
     pub runtime: super::runtime::RawRuntime,
     #[serde(default)]
     pub llm: Option<super::runtime::RawLlm>,
+    #[serde(default)]
+    pub webhooks: super::webhooks::RawWebhooks,
+    #[serde(default)]
+    pub server: super::server::RawServer,
 }
 
 /// `[guard]`: channel limits and sensitive terms; every field optional.

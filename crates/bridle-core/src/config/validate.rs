@@ -102,6 +102,8 @@ pub fn load(text: &str, files: &dyn Files) -> Result<Config, ConfigErrors> {
     let guard = guard_settings(&raw.guard, &mut errors);
     let runtime = super::runtime::runtime_settings(&raw.runtime, &mut errors);
     let llm = super::runtime::llm_settings(raw.llm.as_ref(), files, &mut errors);
+    let webhooks = super::webhooks::webhook_settings(&raw.webhooks, &mut errors);
+    let server = super::server::server_settings(&raw.server, &mut errors);
 
     let policy = load_policy(&raw.policy, &registry, files, &mut errors);
 
@@ -118,6 +120,8 @@ pub fn load(text: &str, files: &dyn Files) -> Result<Config, ConfigErrors> {
             guard,
             runtime,
             llm,
+            webhooks,
+            server,
         }),
         _ => Err(ConfigErrors(errors.0)),
     }

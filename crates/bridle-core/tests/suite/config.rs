@@ -115,3 +115,48 @@ fn intake_limits_are_validated() {
     let c = load_example_with(|t| t.replace("max_calls = 3", "max_calls = 7")).unwrap();
     assert_eq!(c.intake.max_calls, 7);
 }
+
+#[test]
+fn webhooks_are_validated() {
+    let with = |section: &str| load_example_with(|t| format!("{t}\n[webhooks]\n{section}\n"));
+    let err = with("approval_requested = \"ftp://ops.example/x\"\nsecret_env = \"lower-case\"\nretries = 99")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("webhooks.approval_requested: `ftp://ops.example/x` is not an http"), "{err}");
+    assert!(err.contains("webhooks.secret_env"), "{err}");
+    assert!(err.contains("webhooks.retries: must be at most 10"), "{err}");
+    assert!(
+        with("approval_requested = \"https://x\"\nsecret = \"inline\"").is_err(),
+        "a secret is never written in the file"
+    );
+    let c =
+        with("approval_requested = \"https://ops.example/bridle\"\nconsole_url = \"https://bridle.example/console/\"")
+            .unwrap();
+    assert_eq!(c.webhooks.approval_requested.as_deref(), Some("https://ops.example/bridle"));
+    assert_eq!(c.webhooks.secret_env, "BRIDLE_WEBHOOK_SECRET");
+    assert_eq!(c.webhooks.console_url.as_deref(), Some("https://bridle.example/console"));
+    assert_eq!(checkout().webhooks.approval_requested, None);
+}
+
+#[test]
+fn the_server_section_sets_listen_and_limits_and_lists_its_errors() {
+    let c = checkout();
+    assert_eq!((c.server.listen.clone(), c.server.burst, c.server.max_json_depth), (None, 100, 64));
+    let c = load_example_with(|t| {
+        format!("{t}\n[server]\nlisten = \"0.0.0.0:9000\"\nrate_per_second = 500.0\nburst = 1000\nrequest_timeout_ms = 5000\n")
+    })
+    .unwrap();
+    assert_eq!(c.server.listen.as_deref(), Some("0.0.0.0:9000"));
+    assert_eq!((c.server.rate_per_second, c.server.burst), (500.0, 1000));
+    assert_eq!(c.server.request_timeout.as_millis(), 5000);
+    let err = load_example_with(|t| {
+        format!("{t}\n[server]\nlisten = \"everywhere\"\nrate_per_second = 0.0\nburst = 0\nmax_json_depth = 1\nmax_body_bytes = 10\n")
+    })
+    .unwrap_err()
+    .to_string();
+    for field in
+        ["server.listen", "server.rate_per_second", "server.burst", "server.max_json_depth", "server.max_body_bytes"]
+    {
+        assert!(err.contains(field), "missing {field} in {err}");
+    }
+}

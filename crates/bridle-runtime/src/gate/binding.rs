@@ -101,6 +101,7 @@ pub(super) async fn bind(gate: &Gate, p: &Proposal<'_>, t: &mut Trace) -> Result
     );
     ledger.create_request(&request).await?;
     gate.stores.audit.append(vec![requested_event(&request, gate.config.policy.version(), &t.call_id, tool)]).await?;
+    crate::approvals::announce(gate, &request);
     t.approval_id = Some(id.clone());
     Err(pending(missing, &id, level, "was created").into())
 }

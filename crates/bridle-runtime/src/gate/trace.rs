@@ -51,6 +51,11 @@ impl Trace {
         }
     }
 
+    /// Time since the call started.
+    pub fn elapsed(&self) -> std::time::Duration {
+        self.started.elapsed()
+    }
+
     pub fn outcome(&self, verdict: Verdict) -> CallOutcome {
         CallOutcome {
             call_id: self.call_id.clone(),

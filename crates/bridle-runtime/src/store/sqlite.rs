@@ -126,39 +126,39 @@ fn is_unique_violation(e: &sqlx::Error) -> bool {
 }
 
 /// An instant as unix nanoseconds; instants outside 1677–2262 cannot be stored.
-fn to_nanos(what: &str, t: OffsetDateTime) -> StoreResult<i64> {
+pub(crate) fn to_nanos(what: &str, t: OffsetDateTime) -> StoreResult<i64> {
     i64::try_from(t.unix_timestamp_nanos())
         .map_err(|_| StoreError::Unavailable(format!("{what} `{t}` is outside the storable range")))
 }
 
 /// Unix nanoseconds back to an instant (UTC).
-fn from_nanos(what: &str, n: i64) -> StoreResult<OffsetDateTime> {
+pub(crate) fn from_nanos(what: &str, n: i64) -> StoreResult<OffsetDateTime> {
     OffsetDateTime::from_unix_timestamp_nanos(i128::from(n))
         .map_err(|e| StoreError::Corrupt(format!("{what} {n} is not a valid instant: {e}")))
 }
 
 /// A count for an INTEGER column; values above `i64::MAX` are refused, never wrapped.
-fn to_i64(what: &str, v: u64) -> StoreResult<i64> {
+pub(crate) fn to_i64(what: &str, v: u64) -> StoreResult<i64> {
     i64::try_from(v).map_err(|_| StoreError::Unavailable(format!("{what} {v} exceeds the largest storable integer")))
 }
 
 /// An INTEGER column back to a count.
-fn to_u64(what: &str, v: i64) -> StoreResult<u64> {
+pub(crate) fn to_u64(what: &str, v: i64) -> StoreResult<u64> {
     u64::try_from(v).map_err(|_| StoreError::Corrupt(format!("{what} is negative ({v})")))
 }
 
 /// JSON text of a value for a TEXT column.
-fn to_json<T: Serialize + ?Sized>(what: &str, value: &T) -> StoreResult<String> {
+pub(crate) fn to_json<T: Serialize + ?Sized>(what: &str, value: &T) -> StoreResult<String> {
     serde_json::to_string(value).map_err(|e| StoreError::Unavailable(format!("cannot encode {what}: {e}")))
 }
 
 /// A value from a JSON TEXT column.
-fn from_json<T: DeserializeOwned>(what: &str, text: &str) -> StoreResult<T> {
+pub(crate) fn from_json<T: DeserializeOwned>(what: &str, text: &str) -> StoreResult<T> {
     serde_json::from_str(text).map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
 }
 
 /// The stable name of a serde unit-variant enum (`"tool_call"`), for a TEXT column.
-fn enum_name<T: Serialize>(what: &str, value: T) -> StoreResult<String> {
+pub(crate) fn enum_name<T: Serialize>(what: &str, value: T) -> StoreResult<String> {
     match serde_json::to_value(value) {
         Ok(serde_json::Value::String(s)) => Ok(s),
         _ => Err(StoreError::Unavailable(format!("{what} has no stable name"))),
@@ -166,7 +166,7 @@ fn enum_name<T: Serialize>(what: &str, value: T) -> StoreResult<String> {
 }
 
 /// A serde unit-variant enum back from its stable name.
-fn parse_enum<T: DeserializeOwned>(what: &str, name: &str) -> StoreResult<T> {
+pub(crate) fn parse_enum<T: DeserializeOwned>(what: &str, name: &str) -> StoreResult<T> {
     serde_json::from_value(serde_json::Value::String(name.to_owned()))
         .map_err(|_| StoreError::Corrupt(format!("unknown {what} `{name}`")))
 }

@@ -1,9 +1,14 @@
 //! The store contract: each port behaviour written once and run against every backend
-//! (`memory`, an SQLite file in a temporary directory, `sqlite::memory:`).
+//! (`memory`, an SQLite file in a temporary directory, `sqlite::memory:`, and PostgreSQL when
+//! `BRIDLE_TEST_POSTGRES_URL` is set).
 //!
-//! SQLite-only properties (reopening, tampering, schema versions, integer limits) live in
-//! `store_contract/sqlite.rs`.
+//! On PostgreSQL each test runs in a fresh schema of the shared database (dropped afterwards),
+//! so the same tests, with the same tenants and ids, run in parallel and repeatedly without
+//! colliding. SQLite-only properties (reopening, tampering, schema versions, integer limits)
+//! live in `store_contract/sqlite.rs`; PostgreSQL-only ones (many pools racing, as replicas
+//! do) in `store_contract/postgres.rs`.
 
+mod postgres;
 mod sqlite;
 
 use std::collections::BTreeMap;
@@ -52,7 +57,8 @@ async fn sqlite_memory() -> anyhow::Result<Backend> {
 }
 
 /// Runs each named `async fn(Stores) -> anyhow::Result<()>` as one test per backend:
-/// `<name>::memory`, `<name>::sqlite_file`, `<name>::sqlite_memory`.
+/// `<name>::memory`, `<name>::sqlite_file`, `<name>::sqlite_memory`, `<name>::postgres` (a
+/// skip, after printing why, when no PostgreSQL URL is configured).
 macro_rules! contract {
     ($($name:ident),* $(,)?) => {$(
         mod $name {
@@ -72,6 +78,11 @@ macro_rules! contract {
             async fn sqlite_memory() -> anyhow::Result<()> {
                 let b = super::sqlite_memory().await?;
                 super::$name(b.stores.clone()).await
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn postgres() -> anyhow::Result<()> {
+                super::postgres::in_fresh_schema(super::$name).await
             }
         }
     )*};

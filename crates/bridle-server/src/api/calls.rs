@@ -9,6 +9,7 @@ use bridle_core::{Principal, RunContext};
 use bridle_runtime::gate::{CallOutcome, CallRequest, Gate};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use tracing::Instrument;
 use utoipa::ToSchema;
 
 use super::Caller;
@@ -125,12 +126,16 @@ async fn run_gate(
     requests: Vec<CallRequest>,
 ) -> Result<Vec<CallOutcome>, ApiError> {
     let gate = gate.clone();
-    let task = tokio::spawn(async move {
-        let mut outcomes = Vec::with_capacity(requests.len());
-        for request in &requests {
-            outcomes.push(gate.call(&caller, &run, request).await?);
+    let task = tokio::spawn(
+        async move {
+            let mut outcomes = Vec::with_capacity(requests.len());
+            for request in &requests {
+                outcomes.push(gate.call(&caller, &run, request).await?);
+            }
+            Ok::<_, bridle_runtime::GateError>(outcomes)
         }
-        Ok::<_, bridle_runtime::GateError>(outcomes)
-    });
+        // The gate's `gate_call` span (with its call id) nests in this request's span.
+        .in_current_span(),
+    );
     task.await.map_err(|e| ApiError::internal(&e))?.map_err(|e| ApiError::internal(&e))
 }

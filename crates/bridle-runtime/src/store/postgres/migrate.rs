@@ -19,11 +19,14 @@ pub(crate) struct Migration {
 }
 
 /// Every migration, oldest first. Never edit a shipped one; append a new file instead.
-pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "checkpoints",
-    sql: include_str!("../../../migrations/postgres/0001_checkpoints.sql"),
-}];
+pub(crate) const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "checkpoints",
+        sql: include_str!("../../../migrations/postgres/0001_checkpoints.sql"),
+    },
+    Migration { version: 2, name: "stores", sql: include_str!("../../../migrations/postgres/0002_stores.sql") },
+];
 
 /// The advisory lock key that serializes migration runs (`bridle` as ASCII, an arbitrary
 /// constant every Bridle build shares).

@@ -1,0 +1,17 @@
+//! Telling operators that something waits for them: the [`ApprovalNotifier`] port the gate calls
+//! when it creates a pending approval request, and its webhook implementation
+//! ([`webhook::WebhookNotifier`]).
+//!
+//! A notifier must never block or fail the call that created the request: it takes the request,
+//! hands the delivery to the background and returns. It decides nothing.
+
+pub mod webhook;
+
+use bridle_core::approval::ApprovalRequest;
+
+/// Announces new pending approval requests (webhook, chat, pager …).
+pub trait ApprovalNotifier: Send + Sync {
+    /// `request` was just stored as pending. Returns at once; delivery happens in the
+    /// background and its failures are logged and counted, never reported to the caller.
+    fn approval_requested(&self, request: &ApprovalRequest);
+}

@@ -1,0 +1,191 @@
+//! The approval ledger over PostgreSQL: requests, optimistic grants, rejections.
+//!
+//! Grants are a JSONB array with its length in `grant_count`; adding one is a single UPDATE
+//! conditional on `status = 'pending'` and the count the caller saw, which PostgreSQL re-checks
+//! against the latest committed row once it holds the row lock, so of two replicas granting on
+//! the same count exactly one succeeds. Consumption is not here: it happens inside
+//! `JobStore::reserve` (`jobs.rs`), in the job's transaction.
+
+use async_trait::async_trait;
+use bridle_core::approval::{ApprovalRequest, ApprovalStatus, Grant};
+use bridle_core::contract::ApprovalLevel;
+use bridle_core::plan::PlanHash;
+use bridle_core::ports::{ApprovalLedger, StoreError, StoreResult};
+use sqlx::postgres::PgRow;
+use sqlx::{PgConnection, Row};
+use time::OffsetDateTime;
+
+use super::{PostgresStore, db_err, from_json, from_nanos, to_i64, to_json, to_nanos, to_u64, violates};
+
+/// The columns [`decode`] reads, in a SELECT list (`grants` as JSON text).
+pub(super) const COLUMNS: &str = "id, tenant, plan, plan_hash, requester, level, status, grants::text AS grants, \
+     grant_count, rejection_reason, created_at, expires_at, consumed_by";
+
+/// A request of `tenant` by id, read through `conn` (inside a transaction when it matters).
+pub(super) async fn fetch(conn: &mut PgConnection, tenant: &str, id: &str) -> StoreResult<Option<ApprovalRequest>> {
+    let sql = format!("SELECT {COLUMNS} FROM approvals WHERE id = $1 AND tenant = $2");
+    let row = sqlx::query(&sql).bind(id).bind(tenant).fetch_optional(conn).await.map_err(db_err)?;
+    row.as_ref().map(decode).transpose()
+}
+
+/// A request from a row of [`COLUMNS`].
+pub(super) fn decode(row: &PgRow) -> StoreResult<ApprovalRequest> {
+    let id: String = row.try_get("id").map_err(db_err)?;
+    let what = |field: &str| format!("approval `{id}` {field}");
+    let level: String = row.try_get("level").map_err(db_err)?;
+    let status: String = row.try_get("status").map_err(db_err)?;
+    let grants: Vec<Grant> = from_json(&what("grants"), &row.try_get::<String, _>("grants").map_err(db_err)?)?;
+    let count = to_u64(&what("grant_count"), row.try_get("grant_count").map_err(db_err)?)?;
+    if u64::try_from(grants.len()).ok() != Some(count) {
+        return Err(StoreError::Corrupt(format!("{} {count} does not match its grants", what("grant_count"))));
+    }
+    Ok(ApprovalRequest {
+        tenant: row.try_get("tenant").map_err(db_err)?,
+        plan: from_json(&what("plan"), &row.try_get::<String, _>("plan").map_err(db_err)?)?,
+        plan_hash: PlanHash(row.try_get("plan_hash").map_err(db_err)?),
+        requester: row.try_get("requester").map_err(db_err)?,
+        level: ApprovalLevel::parse(&level)
+            .ok_or_else(|| StoreError::Corrupt(format!("{} `{level}` is unknown", what("level"))))?,
+        status: ApprovalStatus::parse(&status)
+            .ok_or_else(|| StoreError::Corrupt(format!("{} `{status}` is unknown", what("status"))))?,
+        grants,
+        rejection_reason: row.try_get("rejection_reason").map_err(db_err)?,
+        created_at: from_nanos(&what("created_at"), row.try_get("created_at").map_err(db_err)?)?,
+        expires_at: from_nanos(&what("expires_at"), row.try_get("expires_at").map_err(db_err)?)?,
+        consumed_by: row.try_get("consumed_by").map_err(db_err)?,
+        id,
+    })
+}
+
+/// After a conditional UPDATE changed nothing: `NotFound` if the request does not exist,
+/// else `Contention`.
+async fn refused(store: &PostgresStore, tenant: &str, id: &str) -> StoreError {
+    let exists = sqlx::query("SELECT 1 FROM approvals WHERE id = $1 AND tenant = $2")
+        .bind(id)
+        .bind(tenant)
+        .fetch_optional(&store.pool)
+        .await;
+    match exists {
+        Ok(Some(_)) => StoreError::Contention(format!("approval `{id}`")),
+        Ok(None) => StoreError::NotFound(format!("approval `{id}`")),
+        Err(e) => db_err(e),
+    }
+}
+
+fn count(what: &str, n: usize) -> StoreResult<i64> {
+    to_i64(what, u64::try_from(n).unwrap_or(u64::MAX))
+}
+
+#[async_trait]
+impl ApprovalLedger for PostgresStore {
+    async fn create_request(&self, r: &ApprovalRequest) -> StoreResult<()> {
+        let what = |field: &str| format!("approval `{}` {field}", r.id);
+        let inserted = sqlx::query(
+            "INSERT INTO approvals (id, tenant, plan, plan_hash, requester, level, status, grants, grant_count,
+                 rejection_reason, rejected_by, created_at, expires_at, consumed_by)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, NULL, $11, $12, $13)",
+        )
+        .bind(&r.id)
+        .bind(&r.tenant)
+        .bind(to_json(&what("plan"), &r.plan)?)
+        .bind(&r.plan_hash.0)
+        .bind(&r.requester)
+        .bind(r.level.as_str())
+        .bind(r.status.as_str())
+        .bind(to_json(&what("grants"), &r.grants)?)
+        .bind(count(&what("grant count"), r.grants.len())?)
+        .bind(&r.rejection_reason)
+        .bind(to_nanos(&what("created_at"), r.created_at)?)
+        .bind(to_nanos(&what("expires_at"), r.expires_at)?)
+        .bind(&r.consumed_by)
+        .execute(&self.pool)
+        .await;
+        match inserted {
+            Ok(_) => Ok(()),
+            Err(e) if violates(&e, "approvals_pkey") => Err(StoreError::Duplicate(format!("approval `{}`", r.id))),
+            Err(e) => Err(db_err(e)),
+        }
+    }
+
+    async fn get_request(&self, tenant: &str, id: &str) -> StoreResult<Option<ApprovalRequest>> {
+        let mut conn = self.pool.acquire().await.map_err(db_err)?;
+        fetch(&mut conn, tenant, id).await
+    }
+
+    async fn find_for_plan(
+        &self,
+        tenant: &str,
+        plan_hash: &PlanHash,
+        now: OffsetDateTime,
+    ) -> StoreResult<Option<ApprovalRequest>> {
+        // Granted before pending; then oldest first, ties by id (as the memory store).
+        let sql = format!(
+            "SELECT {COLUMNS} FROM approvals
+             WHERE tenant = $1 AND plan_hash = $2 AND status IN ('granted', 'pending') AND expires_at > $3
+             ORDER BY CASE status WHEN 'granted' THEN 0 ELSE 1 END, created_at, id
+             LIMIT 1"
+        );
+        let row = sqlx::query(&sql)
+            .bind(tenant)
+            .bind(&plan_hash.0)
+            .bind(to_nanos("now", now)?)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)?;
+        row.as_ref().map(decode).transpose()
+    }
+
+    async fn add_grant(
+        &self,
+        tenant: &str,
+        id: &str,
+        expected_grants: usize,
+        grant: &Grant,
+        granted: bool,
+    ) -> StoreResult<()> {
+        let expected = count("expected grant count", expected_grants)?;
+        let grant_json = to_json(&format!("grant of approval `{id}`"), grant)?;
+        let done = sqlx::query(
+            "UPDATE approvals
+             SET grants = grants || jsonb_build_array($1::jsonb),
+                 grant_count = grant_count + 1,
+                 status = CASE WHEN $2 THEN 'granted' ELSE status END
+             WHERE id = $3 AND tenant = $4 AND status = 'pending' AND grant_count = $5",
+        )
+        .bind(grant_json)
+        .bind(granted)
+        .bind(id)
+        .bind(tenant)
+        .bind(expected)
+        .execute(&self.pool)
+        .await
+        .map_err(db_err)?;
+        if done.rows_affected() == 1 { Ok(()) } else { Err(refused(self, tenant, id).await) }
+    }
+
+    async fn reject_request(&self, tenant: &str, id: &str, approver: &str, reason: &str) -> StoreResult<()> {
+        let done = sqlx::query(
+            "UPDATE approvals SET status = 'rejected', rejection_reason = $1, rejected_by = $2
+             WHERE id = $3 AND tenant = $4 AND status = 'pending'",
+        )
+        .bind(reason)
+        .bind(approver)
+        .bind(id)
+        .bind(tenant)
+        .execute(&self.pool)
+        .await
+        .map_err(db_err)?;
+        if done.rows_affected() == 1 { Ok(()) } else { Err(refused(self, tenant, id).await) }
+    }
+
+    async fn list_pending(&self, tenant: &str, now: OffsetDateTime) -> StoreResult<Vec<ApprovalRequest>> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM approvals
+             WHERE tenant = $1 AND status = 'pending' AND expires_at > $2
+             ORDER BY created_at, id"
+        );
+        let rows =
+            sqlx::query(&sql).bind(tenant).bind(to_nanos("now", now)?).fetch_all(&self.pool).await.map_err(db_err)?;
+        rows.iter().map(decode).collect()
+    }
+}

@@ -1,0 +1,108 @@
+//! The gate's outcome as an MCP tool result: an executed call is a success whose structured
+//! content is the outcome; a rejection is `isError: true` with structured content
+//! `{code, message}` (plus `approval_id` and `approval_url` when an approval is pending). It
+//! only reshapes the verdict, never decides.
+
+use bridle_core::Code;
+use bridle_runtime::gate::{CallOutcome, Verdict};
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::{Map, Value, json};
+
+/// The MCP tool result for `outcome`; `console` is the base of approval URLs.
+pub fn tool_result(outcome: &CallOutcome, console: &str) -> CallToolResult {
+    match &outcome.verdict {
+        Verdict::Rejected { rejection } => {
+            let mut content = Map::new();
+            content.insert("code".into(), json!(rejection.code));
+            content.insert("message".into(), json!(rejection.message));
+            content.insert("call_id".into(), json!(outcome.call_id));
+            if !rejection.detail.is_null() {
+                content.insert("detail".into(), rejection.detail.clone());
+            }
+            let mut text = format!("{}: {}", code_str(rejection.code), rejection.message);
+            if let Some(id) = &outcome.approval_id {
+                content.insert("approval_id".into(), json!(id));
+                if rejection.code == Code::ApprovalRequired {
+                    let url = format!("{console}/approvals/{id}");
+                    text.push_str(&format!(" (approval `{id}`: {url})"));
+                    content.insert("approval_url".into(), json!(url));
+                }
+            }
+            let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
+            result.structured_content = Some(Value::Object(content));
+            result
+        }
+        Verdict::Ok { result: value } => {
+            // A tool with untrusted output hands the model its spotlighted text, not the raw result.
+            let text = outcome
+                .output
+                .as_ref()
+                .and_then(|o| o.spotlight.as_ref())
+                .map_or_else(|| value.to_string(), |s| s.text.clone());
+            let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+            result.structured_content = Some(structured(outcome));
+            result
+        }
+        Verdict::DryRun { .. } => {
+            let mut result = CallToolResult::success(vec![ContentBlock::text(structured(outcome).to_string())]);
+            result.structured_content = Some(structured(outcome));
+            result
+        }
+    }
+}
+
+/// The outcome as a JSON object (`call_id`, `tool`, `status`, `result`, `plan_hash`, `job_id` …).
+fn structured(outcome: &CallOutcome) -> Value {
+    serde_json::to_value(outcome).unwrap_or_else(|e| json!({"status": "ok", "serialization_error": e.to_string()}))
+}
+
+/// The stable string of a code.
+fn code_str(code: Code) -> String {
+    match serde_json::to_value(code) {
+        Ok(Value::String(s)) => s,
+        _ => format!("{code:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bridle_core::Rejection;
+
+    use super::*;
+
+    fn outcome(verdict: Verdict, approval_id: Option<&str>) -> CallOutcome {
+        CallOutcome {
+            call_id: "c1".into(),
+            tool: "scale_replicas".into(),
+            verdict,
+            plan_hash: None,
+            level: None,
+            approval_id: approval_id.map(str::to_owned),
+            job_id: None,
+            executor_identity: None,
+            idempotent_replay: false,
+            output: None,
+        }
+    }
+
+    #[test]
+    fn approval_required_carries_the_id_and_the_console_url() {
+        let rejection = Rejection::new(Code::ApprovalRequired, "needs approval");
+        let r = tool_result(&outcome(Verdict::Rejected { rejection }, Some("ap-1")), "http://h:1");
+        assert_eq!(r.is_error, Some(true));
+        let s = r.structured_content.unwrap_or_default();
+        assert_eq!(s.get("code"), Some(&json!("approval_required")));
+        assert_eq!(s.get("message"), Some(&json!("needs approval")));
+        assert_eq!(s.get("approval_id"), Some(&json!("ap-1")));
+        assert_eq!(s.get("approval_url"), Some(&json!("http://h:1/approvals/ap-1")));
+    }
+
+    #[test]
+    fn an_executed_call_is_a_success_with_the_outcome() {
+        let r = tool_result(&outcome(Verdict::Ok { result: json!({"replicas": 2}) }, None), "http://h");
+        assert_eq!(r.is_error, Some(false));
+        let s = r.structured_content.unwrap_or_default();
+        assert_eq!(s.get("status"), Some(&json!("ok")));
+        assert_eq!(s.pointer("/result/replicas"), Some(&json!(2)));
+    }
+}

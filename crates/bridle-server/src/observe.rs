@@ -1,0 +1,120 @@
+//! Observability at the edge: a tracing span and metrics per HTTP request, the process-wide
+//! Prometheus recorder, and `/metrics` (Prometheus text format, for a token with the
+//! `metrics:read` scope). It decides nothing; the gate and the desk record their own series.
+//!
+//! Series: `bridle_http_requests_total{route,status}`, `bridle_http_request_seconds{route}`,
+//! `bridle_rate_limited_total{route}` here; `bridle_gate_verdicts_total{tool,code}`,
+//! `bridle_gate_call_seconds{tool}`, `bridle_approvals_{created,granted,rejected}_total` and
+//! `bridle_webhook_deliveries_total{event,result}` from the runtime.
+
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use bridle_core::Code;
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use tracing::Instrument;
+
+use crate::AppState;
+use crate::api::Caller;
+use crate::error::ApiError;
+
+/// The scope `/metrics` needs.
+pub const SCOPE_METRICS_READ: &str = "metrics:read";
+
+/// Route label of a request no route matched.
+const UNMATCHED: &str = "(unmatched)";
+
+/// Latency buckets (seconds) of the `_seconds` histograms.
+const BUCKETS: &[f64] = &[0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5];
+
+static RECORDER: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
+
+/// Installs the process-wide Prometheus recorder once and returns its handle (the same handle
+/// on every later call). `None` when another recorder was installed first.
+pub fn install_recorder() -> Option<PrometheusHandle> {
+    RECORDER
+        .get_or_init(|| {
+            let builder = PrometheusBuilder::new().set_buckets_for_metric(Matcher::Suffix("_seconds".into()), BUCKETS);
+            let recorder = match builder {
+                Ok(b) => b.build_recorder(),
+                Err(e) => {
+                    tracing::warn!(error = %e, "metrics buckets refused; using summaries");
+                    PrometheusBuilder::new().build_recorder()
+                }
+            };
+            let handle = recorder.handle();
+            match metrics::set_global_recorder(recorder) {
+                Ok(()) => Some(handle),
+                Err(e) => {
+                    tracing::warn!(error = %e, "a metrics recorder is already installed; /metrics is off");
+                    None
+                }
+            }
+        })
+        .clone()
+}
+
+/// Drains histogram samples every `every` so memory stays flat between scrapes. Runs until the
+/// process ends.
+pub fn spawn_upkeep(handle: PrometheusHandle, every: Duration) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        loop {
+            tick.tick().await;
+            handle.run_upkeep();
+        }
+    });
+}
+
+/// Middleware: one `http_request` span per request (method, route, status, latency), the
+/// request counter and latency histogram by route and status, and the rate-limit counter.
+pub async fn observe(req: Request, next: Next) -> Response {
+    let route = req.extensions().get::<MatchedPath>().map_or(UNMATCHED, MatchedPath::as_str).to_owned();
+    let span = tracing::info_span!(
+        "http_request",
+        method = %req.method(),
+        route = %route,
+        status = tracing::field::Empty,
+        latency_ms = tracing::field::Empty,
+    );
+    let started = Instant::now();
+    let response = next.run(req).instrument(span.clone()).await;
+    let elapsed = started.elapsed();
+    let status = response.status().as_u16();
+    let latency_ms = elapsed.as_secs_f64() * 1000.0;
+    span.record("status", status);
+    span.record("latency_ms", latency_ms);
+    tracing::info!(parent: &span, status, latency_ms, "request finished");
+    if status == StatusCode::TOO_MANY_REQUESTS.as_u16() {
+        metrics::counter!("bridle_rate_limited_total", "route" => route.clone()).increment(1);
+    }
+    metrics::counter!("bridle_http_requests_total", "route" => route.clone(), "status" => status.to_string())
+        .increment(1);
+    metrics::histogram!("bridle_http_request_seconds", "route" => route).record(elapsed.as_secs_f64());
+    response
+}
+
+/// `GET /metrics`: the Prometheus text format, for a caller holding `metrics:read`.
+#[utoipa::path(
+    get, path = "/metrics", tag = "meta",
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Prometheus text format (version 0.0.4)", body = String, content_type = "text/plain"),
+        (status = 401, description = "no valid token (`unauthenticated`)", body = crate::openapi::ErrorBody),
+        (status = 403, description = "needs `metrics:read` (`forbidden`)", body = crate::openapi::ErrorBody),
+        (status = 404, description = "metrics are not enabled on this server (`not_found`)", body = crate::openapi::ErrorBody),
+        (status = 429, description = "too many requests (`rate_limited`)", body = crate::openapi::ErrorBody),
+    )
+)]
+pub async fn render(State(state): State<AppState>, caller: Caller) -> Result<Response, ApiError> {
+    caller.require_any(&[SCOPE_METRICS_READ])?;
+    let Some(handle) = &state.metrics else {
+        return Err(ApiError::new(StatusCode::NOT_FOUND, Code::NotFound, "metrics are not enabled on this server"));
+    };
+    let body = handle.render();
+    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], body).into_response())
+}
