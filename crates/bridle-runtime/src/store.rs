@@ -7,6 +7,7 @@
 
 pub mod memory;
 pub mod postgres;
+mod rows;
 pub mod sqlite;
 
 use std::sync::Arc;

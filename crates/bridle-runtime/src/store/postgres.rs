@@ -70,7 +70,7 @@ pub(crate) fn redact(url: &str) -> String {
 }
 
 pub(crate) use super::db_err;
-pub(crate) use super::sqlite::{enum_name, from_json, from_nanos, parse_enum, to_i64, to_json, to_nanos, to_u64};
+pub(crate) use super::sqlite::{enum_name, to_i64, to_json, to_nanos, to_u64};
 
 /// Every store port over PostgreSQL; cheap to clone (the pool is shared).
 #[derive(Debug, Clone)]

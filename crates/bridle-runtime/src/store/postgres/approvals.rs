@@ -7,15 +7,14 @@
 //! `JobStore::reserve` (`jobs.rs`), in the job's transaction.
 
 use async_trait::async_trait;
-use bridle_core::approval::{ApprovalRequest, ApprovalStatus, Grant};
-use bridle_core::contract::ApprovalLevel;
+use bridle_core::approval::{ApprovalRequest, Grant};
 use bridle_core::plan::PlanHash;
 use bridle_core::ports::{ApprovalLedger, StoreError, StoreResult};
+use sqlx::PgConnection;
 use sqlx::postgres::PgRow;
-use sqlx::{PgConnection, Row};
 use time::OffsetDateTime;
 
-use super::{PostgresStore, db_err, from_json, from_nanos, to_i64, to_json, to_nanos, to_u64, violates};
+use super::{PostgresStore, db_err, to_i64, to_json, to_nanos, violates};
 
 /// The columns [`decode`] reads, in a SELECT list (`grants` as JSON text).
 pub(super) const COLUMNS: &str = "id, tenant, plan, plan_hash, requester, level, status, grants::text AS grants, \
@@ -30,31 +29,7 @@ pub(super) async fn fetch(conn: &mut PgConnection, tenant: &str, id: &str) -> St
 
 /// A request from a row of [`COLUMNS`].
 pub(super) fn decode(row: &PgRow) -> StoreResult<ApprovalRequest> {
-    let id: String = row.try_get("id").map_err(db_err)?;
-    let what = |field: &str| format!("approval `{id}` {field}");
-    let level: String = row.try_get("level").map_err(db_err)?;
-    let status: String = row.try_get("status").map_err(db_err)?;
-    let grants: Vec<Grant> = from_json(&what("grants"), &row.try_get::<String, _>("grants").map_err(db_err)?)?;
-    let count = to_u64(&what("grant_count"), row.try_get("grant_count").map_err(db_err)?)?;
-    if u64::try_from(grants.len()).ok() != Some(count) {
-        return Err(StoreError::Corrupt(format!("{} {count} does not match its grants", what("grant_count"))));
-    }
-    Ok(ApprovalRequest {
-        tenant: row.try_get("tenant").map_err(db_err)?,
-        plan: from_json(&what("plan"), &row.try_get::<String, _>("plan").map_err(db_err)?)?,
-        plan_hash: PlanHash(row.try_get("plan_hash").map_err(db_err)?),
-        requester: row.try_get("requester").map_err(db_err)?,
-        level: ApprovalLevel::parse(&level)
-            .ok_or_else(|| StoreError::Corrupt(format!("{} `{level}` is unknown", what("level"))))?,
-        status: ApprovalStatus::parse(&status)
-            .ok_or_else(|| StoreError::Corrupt(format!("{} `{status}` is unknown", what("status"))))?,
-        grants,
-        rejection_reason: row.try_get("rejection_reason").map_err(db_err)?,
-        created_at: from_nanos(&what("created_at"), row.try_get("created_at").map_err(db_err)?)?,
-        expires_at: from_nanos(&what("expires_at"), row.try_get("expires_at").map_err(db_err)?)?,
-        consumed_by: row.try_get("consumed_by").map_err(db_err)?,
-        id,
-    })
+    crate::store::rows::approval(row)
 }
 
 /// After a conditional UPDATE changed nothing: `NotFound` if the request does not exist,

@@ -18,13 +18,12 @@
 use std::collections::{BTreeSet, HashMap};
 
 use async_trait::async_trait;
-use bridle_core::audit::{AuditEvent, AuditRecord, Decision, EventKind, Timings};
-use bridle_core::ports::{AuditLog, StoreError, StoreResult};
+use bridle_core::audit::{AuditEvent, AuditRecord};
+use bridle_core::ports::{AuditLog, StoreResult};
+use sqlx::PgConnection;
 use sqlx::postgres::PgRow;
-use sqlx::{PgConnection, Row};
-use time::UtcOffset;
 
-use super::{PostgresStore, db_err, enum_name, from_nanos, parse_enum, to_i64, to_nanos, to_u64};
+use super::{PostgresStore, db_err, enum_name, to_i64, to_nanos, to_u64};
 
 /// The first key of the two-key advisory locks that serialize appends per tenant (`audt` as
 /// ASCII); the migration lock uses the one-key form, so the two never collide.
@@ -148,46 +147,7 @@ async fn head(conn: &mut PgConnection, tenant: &str) -> StoreResult<Option<(u64,
 }
 
 fn decode(row: &PgRow) -> StoreResult<AuditEvent> {
-    let tenant: String = row.try_get("tenant").map_err(db_err)?;
-    let seq = to_u64(&format!("audit seq of `{tenant}`"), row.try_get("seq").map_err(db_err)?)?;
-    let what = |field: &str| format!("audit event {seq} of `{tenant}` {field}");
-    let text = |field: &str| -> StoreResult<String> { row.try_get(field).map_err(db_err) };
-    let opt = |field: &str| -> StoreResult<Option<String>> { row.try_get(field).map_err(db_err) };
-    let count = |field: &str| -> StoreResult<u64> { to_u64(&what(field), row.try_get(field).map_err(db_err)?) };
-    let offset: i64 = row.try_get("at_offset").map_err(db_err)?;
-    let offset = i32::try_from(offset)
-        .ok()
-        .and_then(|s| UtcOffset::from_whole_seconds(s).ok())
-        .ok_or_else(|| StoreError::Corrupt(format!("{} {offset} is not an offset", what("at_offset"))))?;
-    let at = from_nanos(&what("at"), row.try_get("at").map_err(db_err)?)?
-        .checked_to_offset(offset)
-        .ok_or_else(|| StoreError::Corrupt(format!("{} is out of range", what("at"))))?;
-    let kind: EventKind = parse_enum("audit event kind", &text("kind")?)?;
-    let decision: Option<Decision> = opt("decision")?.map(|d| parse_enum("audit decision", &d)).transpose()?;
-    let record = AuditRecord {
-        kind,
-        call_id: text("call_id")?,
-        at,
-        subject: text("subject")?,
-        run_id: text("run_id")?,
-        incident: text("incident")?,
-        tool: text("tool")?,
-        policy_version: text("policy_version")?,
-        plan_hash: opt("plan_hash")?,
-        executor_identity: opt("executor_identity")?,
-        approval_id: opt("approval_id")?,
-        approver: opt("approver")?,
-        decision,
-        code: opt("code")?,
-        reason: opt("reason")?,
-        timings: Timings {
-            total_us: count("total_us")?,
-            policy_us: count("policy_us")?,
-            adapter_us: count("adapter_us")?,
-        },
-        tenant: tenant.clone(),
-    };
-    Ok(AuditEvent { seq, record, prev_hash: text("prev_hash")?, hash: text("hash")? })
+    crate::store::rows::audit_event(row)
 }
 
 #[async_trait]

@@ -5,33 +5,12 @@
 use async_trait::async_trait;
 use bridle_core::decision::DecisionRecord;
 use bridle_core::ports::{DecisionLog, StoreError, StoreResult};
-use sqlx::Row;
 use sqlx::postgres::PgRow;
 
-use super::{PostgresStore, db_err, from_json, from_nanos, to_i64, to_json, to_nanos, to_u64, violates};
+use super::{PostgresStore, db_err, to_i64, to_json, to_nanos, violates};
 
 fn decode(row: &PgRow) -> StoreResult<DecisionRecord> {
-    let id: String = row.try_get("decision_id").map_err(db_err)?;
-    let what = |field: &str| format!("decision `{id}` {field}");
-    let json = |field: &str| -> StoreResult<serde_json::Value> {
-        from_json(&what(field), &row.try_get::<String, _>(field).map_err(db_err)?)
-    };
-    let count = |field: &str| -> StoreResult<u64> { to_u64(&what(field), row.try_get(field).map_err(db_err)?) };
-    Ok(DecisionRecord {
-        pipeline_run_id: row.try_get("pipeline_run_id").map_err(db_err)?,
-        tenant: row.try_get("tenant").map_err(db_err)?,
-        agent: row.try_get("agent").map_err(db_err)?,
-        model: row.try_get("model").map_err(db_err)?,
-        input: json("input")?,
-        output: json("output")?,
-        prompt_tokens: count("prompt_tokens")?,
-        completion_tokens: count("completion_tokens")?,
-        latency_ms: count("latency_ms")?,
-        harness_checks: json("harness_checks")?,
-        final_verdict: row.try_get("final_verdict").map_err(db_err)?,
-        created_at: from_nanos(&what("created_at"), row.try_get("created_at").map_err(db_err)?)?,
-        decision_id: id,
-    })
+    crate::store::rows::decision(row)
 }
 
 #[async_trait]

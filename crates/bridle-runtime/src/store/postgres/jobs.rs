@@ -19,14 +19,13 @@
 use async_trait::async_trait;
 use bridle_core::approval;
 use bridle_core::job::{Job, JobStatus};
-use bridle_core::plan::PlanHash;
 use bridle_core::ports::{Consume, JobStore, Reserved, StoreError, StoreResult};
 use serde_json::Value;
 use sqlx::postgres::PgRow;
-use sqlx::{PgConnection, Postgres, Row, Transaction};
+use sqlx::{PgConnection, Postgres, Transaction};
 use time::OffsetDateTime;
 
-use super::{PostgresStore, approvals, db_err, from_json, from_nanos, to_json, to_nanos};
+use super::{PostgresStore, approvals, db_err, to_json, to_nanos};
 use crate::store::memory::{job_level, replayed};
 
 /// The final statuses (`JobStatus::is_final`) as an SQL list, as in the `jobs_unsettled` index.
@@ -37,25 +36,7 @@ const COLUMNS: &str = "id, tenant, subject, idempotency_key, plan, plan_hash, ex
      outcome, created_at, updated_at";
 
 fn decode(row: &PgRow) -> StoreResult<Job> {
-    let id: String = row.try_get("id").map_err(db_err)?;
-    let what = |field: &str| format!("job `{id}` {field}");
-    let status: String = row.try_get("status").map_err(db_err)?;
-    let outcome: Option<String> = row.try_get("outcome").map_err(db_err)?;
-    Ok(Job {
-        tenant: row.try_get("tenant").map_err(db_err)?,
-        subject: row.try_get("subject").map_err(db_err)?,
-        idempotency_key: row.try_get("idempotency_key").map_err(db_err)?,
-        plan: from_json(&what("plan"), &row.try_get::<String, _>("plan").map_err(db_err)?)?,
-        plan_hash: PlanHash(row.try_get("plan_hash").map_err(db_err)?),
-        executor: row.try_get("executor").map_err(db_err)?,
-        approval_id: row.try_get("approval_id").map_err(db_err)?,
-        status: JobStatus::parse(&status)
-            .ok_or_else(|| StoreError::Corrupt(format!("{} `{status}` is unknown", what("status"))))?,
-        outcome: outcome.map(|o| from_json::<Value>(&what("outcome"), &o)).transpose()?,
-        created_at: from_nanos(&what("created_at"), row.try_get("created_at").map_err(db_err)?)?,
-        updated_at: from_nanos(&what("updated_at"), row.try_get("updated_at").map_err(db_err)?)?,
-        id,
-    })
+    crate::store::rows::job(row)
 }
 
 async fn by_key(conn: &mut PgConnection, tenant: &str, subject: &str, key: &str) -> StoreResult<Option<Job>> {

@@ -1,0 +1,167 @@
+//! Row decoding shared by the SQLite and PostgreSQL stores: both keep the same columns with the
+//! same meaning (text, 64-bit integers, JSON as text, instants as unix nanoseconds), so one
+//! function per record reads a row through [`Columns`], and a stored value that does not decode
+//! is `Corrupt` on both.
+
+use bridle_core::approval::{ApprovalRequest, ApprovalStatus, Grant};
+use bridle_core::audit::{AuditEvent, AuditRecord, Decision, EventKind, Timings};
+use bridle_core::contract::ApprovalLevel;
+use bridle_core::decision::DecisionRecord;
+use bridle_core::job::{Job, JobStatus};
+use bridle_core::plan::PlanHash;
+use bridle_core::ports::{StoreError, StoreResult};
+use serde_json::Value;
+use sqlx::Row;
+use sqlx::postgres::PgRow;
+use sqlx::sqlite::SqliteRow;
+use time::UtcOffset;
+
+use super::db_err;
+use super::sqlite::{from_json, from_nanos, parse_enum, to_u64};
+
+/// Typed access to a row's columns by name.
+pub(crate) trait Columns {
+    /// A text column.
+    fn text(&self, column: &str) -> StoreResult<String>;
+    /// A nullable text column.
+    fn opt_text(&self, column: &str) -> StoreResult<Option<String>>;
+    /// A 64-bit integer column.
+    fn int(&self, column: &str) -> StoreResult<i64>;
+}
+
+macro_rules! columns_for {
+    ($row:ty) => {
+        impl Columns for $row {
+            fn text(&self, column: &str) -> StoreResult<String> {
+                self.try_get(column).map_err(db_err)
+            }
+            fn opt_text(&self, column: &str) -> StoreResult<Option<String>> {
+                self.try_get(column).map_err(db_err)
+            }
+            fn int(&self, column: &str) -> StoreResult<i64> {
+                self.try_get(column).map_err(db_err)
+            }
+        }
+    };
+}
+
+columns_for!(SqliteRow);
+columns_for!(PgRow);
+
+/// An approval request from the columns `id, tenant, plan, plan_hash, requester, level, status,
+/// grants, grant_count, rejection_reason, created_at, expires_at, consumed_by`.
+pub(crate) fn approval(row: &impl Columns) -> StoreResult<ApprovalRequest> {
+    let id = row.text("id")?;
+    let what = |field: &str| format!("approval `{id}` {field}");
+    let level = row.text("level")?;
+    let status = row.text("status")?;
+    let grants: Vec<Grant> = from_json(&what("grants"), &row.text("grants")?)?;
+    let count = to_u64(&what("grant_count"), row.int("grant_count")?)?;
+    if u64::try_from(grants.len()).ok() != Some(count) {
+        return Err(StoreError::Corrupt(format!("{} {count} does not match its grants", what("grant_count"))));
+    }
+    Ok(ApprovalRequest {
+        tenant: row.text("tenant")?,
+        plan: from_json(&what("plan"), &row.text("plan")?)?,
+        plan_hash: PlanHash(row.text("plan_hash")?),
+        requester: row.text("requester")?,
+        level: ApprovalLevel::parse(&level)
+            .ok_or_else(|| StoreError::Corrupt(format!("{} `{level}` is unknown", what("level"))))?,
+        status: ApprovalStatus::parse(&status)
+            .ok_or_else(|| StoreError::Corrupt(format!("{} `{status}` is unknown", what("status"))))?,
+        grants,
+        rejection_reason: row.opt_text("rejection_reason")?,
+        created_at: from_nanos(&what("created_at"), row.int("created_at")?)?,
+        expires_at: from_nanos(&what("expires_at"), row.int("expires_at")?)?,
+        consumed_by: row.opt_text("consumed_by")?,
+        id,
+    })
+}
+
+/// A job from the columns `id, tenant, subject, idempotency_key, plan, plan_hash, executor,
+/// approval_id, status, outcome, created_at, updated_at`.
+pub(crate) fn job(row: &impl Columns) -> StoreResult<Job> {
+    let id = row.text("id")?;
+    let what = |field: &str| format!("job `{id}` {field}");
+    let status = row.text("status")?;
+    Ok(Job {
+        tenant: row.text("tenant")?,
+        subject: row.text("subject")?,
+        idempotency_key: row.opt_text("idempotency_key")?,
+        plan: from_json(&what("plan"), &row.text("plan")?)?,
+        plan_hash: PlanHash(row.text("plan_hash")?),
+        executor: row.text("executor")?,
+        approval_id: row.opt_text("approval_id")?,
+        status: JobStatus::parse(&status)
+            .ok_or_else(|| StoreError::Corrupt(format!("{} `{status}` is unknown", what("status"))))?,
+        outcome: row.opt_text("outcome")?.map(|o| from_json::<Value>(&what("outcome"), &o)).transpose()?,
+        created_at: from_nanos(&what("created_at"), row.int("created_at")?)?,
+        updated_at: from_nanos(&what("updated_at"), row.int("updated_at")?)?,
+        id,
+    })
+}
+
+/// A decision record from its columns.
+pub(crate) fn decision(row: &impl Columns) -> StoreResult<DecisionRecord> {
+    let id = row.text("decision_id")?;
+    let what = |field: &str| format!("decision `{id}` {field}");
+    let json = |field: &str| -> StoreResult<Value> { from_json(&what(field), &row.text(field)?) };
+    let count = |field: &str| -> StoreResult<u64> { to_u64(&what(field), row.int(field)?) };
+    Ok(DecisionRecord {
+        pipeline_run_id: row.text("pipeline_run_id")?,
+        tenant: row.text("tenant")?,
+        agent: row.text("agent")?,
+        model: row.text("model")?,
+        input: json("input")?,
+        output: json("output")?,
+        prompt_tokens: count("prompt_tokens")?,
+        completion_tokens: count("completion_tokens")?,
+        latency_ms: count("latency_ms")?,
+        harness_checks: json("harness_checks")?,
+        final_verdict: row.text("final_verdict")?,
+        created_at: from_nanos(&what("created_at"), row.int("created_at")?)?,
+        decision_id: id,
+    })
+}
+
+/// An audit event from its columns; every field the hash covers is its own column.
+pub(crate) fn audit_event(row: &impl Columns) -> StoreResult<AuditEvent> {
+    let tenant = row.text("tenant")?;
+    let seq = to_u64(&format!("audit seq of `{tenant}`"), row.int("seq")?)?;
+    let what = |field: &str| format!("audit event {seq} of `{tenant}` {field}");
+    let count = |field: &str| -> StoreResult<u64> { to_u64(&what(field), row.int(field)?) };
+    let offset = row.int("at_offset")?;
+    let offset = i32::try_from(offset)
+        .ok()
+        .and_then(|s| UtcOffset::from_whole_seconds(s).ok())
+        .ok_or_else(|| StoreError::Corrupt(format!("{} {offset} is not an offset", what("at_offset"))))?;
+    let at = from_nanos(&what("at"), row.int("at")?)?
+        .checked_to_offset(offset)
+        .ok_or_else(|| StoreError::Corrupt(format!("{} is out of range", what("at"))))?;
+    let kind: EventKind = parse_enum("audit event kind", &row.text("kind")?)?;
+    let decision: Option<Decision> = row.opt_text("decision")?.map(|d| parse_enum("audit decision", &d)).transpose()?;
+    let record = AuditRecord {
+        kind,
+        call_id: row.text("call_id")?,
+        at,
+        subject: row.text("subject")?,
+        run_id: row.text("run_id")?,
+        incident: row.text("incident")?,
+        tool: row.text("tool")?,
+        policy_version: row.text("policy_version")?,
+        plan_hash: row.opt_text("plan_hash")?,
+        executor_identity: row.opt_text("executor_identity")?,
+        approval_id: row.opt_text("approval_id")?,
+        approver: row.opt_text("approver")?,
+        decision,
+        code: row.opt_text("code")?,
+        reason: row.opt_text("reason")?,
+        timings: Timings {
+            total_us: count("total_us")?,
+            policy_us: count("policy_us")?,
+            adapter_us: count("adapter_us")?,
+        },
+        tenant: tenant.clone(),
+    };
+    Ok(AuditEvent { seq, record, prev_hash: row.text("prev_hash")?, hash: row.text("hash")? })
+}
