@@ -158,7 +158,9 @@ impl<'a> Runner<'a> {
             }
             Begin::Resume(id, value) => Self::resume(graph, config, sink, &id, value).await,
             Begin::Continue => {
-                let cp = Self::load(graph, config, "continue").await?;
+                let cp = Self::load(graph, config, "continue").await?.ok_or_else(|| {
+                    Rejection::new(Code::StaleCheckpoint, format!("no checkpoint for thread `{}`", config.thread_id))
+                })?;
                 let status = cp.status;
                 let mut runner = Self::restore(graph, config, sink, cp)?;
                 match status {
@@ -185,10 +187,7 @@ impl<'a> Runner<'a> {
         value: Value,
     ) -> Result<Started<'a>, Rejection> {
         let unknown = || Rejection::new(Code::UnknownInterrupt, format!("no pending interrupt `{id}`"));
-        let mut cp = match Self::load(graph, config, "resume").await {
-            Err(e) if e.message.starts_with("no checkpoint") => return Err(unknown()),
-            other => other?,
-        };
+        let mut cp = Self::load(graph, config, "resume").await?.ok_or_else(unknown)?;
         if !cp.interrupts.iter().any(|i| i.id == id) {
             let answered = cp.resumes.contains_key(id);
             let older = parse_interrupt_id(id).is_some_and(|(thread, task, _)| {

@@ -12,21 +12,24 @@ use crate::graph::state::State;
 use crate::graph::{Durability, RunConfig};
 
 impl<'a> Runner<'a> {
-    /// The thread's newest checkpoint, refused when another graph wrote it.
-    pub(super) async fn load(graph: &Compiled, config: &RunConfig, what: &str) -> Result<Checkpoint, Rejection> {
+    /// The thread's newest checkpoint (`None` when the thread has none), refused when another
+    /// graph wrote it.
+    pub(super) async fn load(
+        graph: &Compiled,
+        config: &RunConfig,
+        what: &str,
+    ) -> Result<Option<Checkpoint>, Rejection> {
         let Some(store) = config.checkpointer.as_ref() else {
             return Err(Rejection::new(Code::StaleCheckpoint, format!("cannot {what} without a checkpointer")));
         };
-        let cp = store.latest(&config.thread_id).await.map_err(store_error)?.ok_or_else(|| {
-            Rejection::new(Code::StaleCheckpoint, format!("no checkpoint for thread `{}`", config.thread_id))
-        })?;
+        let Some(cp) = store.latest(&config.thread_id).await.map_err(store_error)? else { return Ok(None) };
         if cp.graph != graph.id {
             return Err(Rejection::new(
                 Code::StaleCheckpoint,
                 format!("thread `{}` was written by graph `{}`, not `{}`", config.thread_id, cp.graph, graph.id),
             ));
         }
-        Ok(cp)
+        Ok(Some(cp))
     }
 
     /// A runner positioned at a stored checkpoint.
