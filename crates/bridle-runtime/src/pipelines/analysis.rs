@@ -7,13 +7,18 @@
 //! branch sees only the entity, the signals and the weak areas to focus on, never another
 //! analyst's findings. Evaluators, scoring and verification are code. When the iterations run
 //! out the synthesizer still runs, with `forced: true` in the report; `gather` carries the
-//! loop's iteration bound as well, so the cycle is bounded by construction.
+//! loop's iteration bound as well, so the cycle is bounded by construction. With a [`Recorder`],
+//! every analyst call becomes a decision record (input messages, output, tokens, latency, the
+//! schema check) for replay and drift.
 
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::agent::{Agent, AgentSpec, CallOptions};
+use bridle_core::Code;
+use bridle_core::ports::{DecisionLog, StoreError};
+
+use crate::agent::{Agent, AgentSpec, CallOptions, DecisionContext};
 use crate::graph::{
     END, Graph, GraphBuilder, Kind, NodeError, NodeOptions, Reducer, START, State, StateSchema, Target, Update, node_fn,
 };
@@ -73,8 +78,31 @@ fn schema() -> StateSchema {
         .field("report", Kind::Object, Reducer::Replace)
 }
 
+/// Where analysts' calls are recorded: a decision log and the tenant the records belong to.
+#[derive(Clone)]
+pub struct Recorder {
+    /// The decision log.
+    pub log: Arc<dyn DecisionLog>,
+    /// Tenant of the records.
+    pub tenant: String,
+}
+
 /// Builds the graph over `client`. Input: `{"entity": "…", "data": {"signals": […]}}`.
 pub fn analysis_graph(client: Arc<dyn LlmClient>, options: AnalysisOptions) -> Result<Graph, String> {
+    build(client, options, None)
+}
+
+/// [`analysis_graph`] recording every analyst's call in `recorder`'s decision log (one record
+/// per call, keyed by the task, so a resumed or retried run never records it twice).
+pub fn analysis_graph_recorded(
+    client: Arc<dyn LlmClient>,
+    options: AnalysisOptions,
+    recorder: Recorder,
+) -> Result<Graph, String> {
+    build(client, options, Some(recorder))
+}
+
+fn build(client: Arc<dyn LlmClient>, options: AnalysisOptions, recorder: Option<Recorder>) -> Result<Graph, String> {
     let agents: Arc<Vec<(String, Agent)>> = Arc::new(
         ANALYSTS
             .iter()
@@ -99,7 +127,10 @@ pub fn analysis_graph(client: Arc<dyn LlmClient>, options: AnalysisOptions) -> R
             node_fn(|s: State, _| async move { Ok(Update::new().set("iteration", s.int("iteration").max(1))) }),
         )
         .node("signals", node_fn(|s: State, _| async move { Ok(Update::new().set("signals", signals(&s))) }))
-        .node("analyst", node_fn(move |s: State, ctx| analyst(agents.clone(), client.clone(), s, ctx)))
+        .node(
+            "analyst",
+            node_fn(move |s: State, ctx| analyst(agents.clone(), client.clone(), recorder.clone(), s, ctx)),
+        )
         .node("evaluate", node_fn(|_, _| async { Ok(Update::new()) }))
         .node("evaluator", node_fn(|s: State, ctx| async move { evaluator(&s, &ctx) }))
         .node("scoring", node_fn(|s: State, ctx| async move { Ok(scoring(&s, &ctx)) }))
@@ -159,6 +190,7 @@ fn signals(s: &State) -> Value {
 async fn analyst(
     agents: Arc<Vec<(String, Agent)>>,
     client: Arc<dyn LlmClient>,
+    recorder: Option<Recorder>,
     s: State,
     ctx: crate::graph::NodeContext,
 ) -> Result<Update, NodeError> {
@@ -179,6 +211,19 @@ async fn analyst(
         .call_with(client.as_ref(), iteration, vec![Message::user(input.to_string())], &options)
         .await
         .map_err(|e| NodeError::transient(e.code(), e.to_string()))?;
+    if let Some(recorder) = &recorder {
+        let context = DecisionContext {
+            decision_id: format!("{}/{}", ctx.idempotency_key(), out.agent),
+            pipeline_run_id: ctx.thread_id().to_owned(),
+            tenant: recorder.tenant.clone(),
+            created_at: time::OffsetDateTime::now_utc(),
+        };
+        match recorder.log.record(&out.decision_record(&context)).await {
+            // Recorded by an earlier attempt of this task (a resume, a retry): keep that one.
+            Ok(()) | Err(StoreError::Duplicate(_)) => {}
+            Err(e) => return Err(NodeError::transient(Code::StateUnavailable, format!("decision log: {e}"))),
+        }
+    }
     let score = out.value.get("score").and_then(Value::as_f64).unwrap_or(0.0);
     let analysis = json!({
         "type": kind,

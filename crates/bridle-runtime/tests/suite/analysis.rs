@@ -98,3 +98,23 @@ async fn an_analyst_whose_answers_fail_validation_is_degraded_not_fatal() {
     assert_eq!(out.state["analyst_confidence"], 0.506);
     assert_eq!(out.state["report"]["degraded_analyses"], 2);
 }
+
+#[tokio::test]
+async fn every_analyst_call_becomes_one_decision_record() {
+    use bridle_runtime::pipelines::analysis::{Recorder, analysis_graph_recorded};
+    let stores = bridle_runtime::store::Stores::memory();
+    let model = script(2, |a, t| if a == "risk" && t == 1 { 30.0 } else { 80.0 }, |t| if t == 1 { 0.4 } else { 0.9 });
+    let recorder = Recorder { log: stores.decisions.clone(), tenant: "tenant-a".into() };
+    let graph = analysis_graph_recorded(model, AnalysisOptions::default(), recorder).unwrap();
+    graph.invoke(RunConfig::new("a-5"), input()).await.unwrap();
+    let records = stores.decisions.recent("tenant-a", 100).await.unwrap();
+    assert_eq!(records.len(), 8, "4 analysts × 2 iterations");
+    assert!(records.iter().all(|r| r.pipeline_run_id == "a-5" && r.final_verdict == "accepted"));
+    let risk_1 = records.iter().find(|r| r.agent == "analyst.risk" && r.output["score"] == 30.0).unwrap();
+    assert_eq!(risk_1.harness_checks["output_schema"]["passed"], true);
+    assert!(risk_1.input.to_string().contains("p99 latency up 40%"), "the input messages are kept for replay");
+    let mut ids: Vec<&str> = records.iter().map(|r| r.decision_id.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 8, "one id per task");
+}
