@@ -85,7 +85,7 @@ impl Gate {
     /// Adds `approver`'s grant to request `id` of the approver's tenant.
     pub async fn grant(&self, approver: &Principal, id: &str) -> Result<ApprovalRequest, ApprovalError> {
         for _ in 0..GRANT_RETRIES {
-            let request = self.load_request(approver, id).await?;
+            let request = self.load_request(approver, id, EventKind::ApprovalGranted).await?;
             let now = self.clock.now();
             let service = service_of(self, &request);
             if let Err(r) = approval::check_grant(&request, approver, service.as_deref(), now) {
@@ -131,7 +131,7 @@ impl Gate {
 
     /// Rejects pending request `id` with a reason.
     pub async fn reject(&self, approver: &Principal, id: &str, reason: &str) -> Result<ApprovalRequest, ApprovalError> {
-        let request = self.load_request(approver, id).await?;
+        let request = self.load_request(approver, id, EventKind::ApprovalRejected).await?;
         let service = service_of(self, &request);
         // Rejecting needs the same standing as granting, except that expiry does not matter.
         if let Err(r) = approval::check_grant(&request, approver, service.as_deref(), request.created_at) {
@@ -161,13 +161,42 @@ impl Gate {
         Ok(self.stores.approvals.list_pending(&caller.tenant, self.clock.now()).await?)
     }
 
-    async fn load_request(&self, caller: &Principal, id: &str) -> Result<ApprovalRequest, ApprovalError> {
-        self.stores.approvals.get_request(&caller.tenant, id).await?.ok_or_else(|| {
-            ApprovalError::Refused(Rejection::new(
-                Code::ApprovalRequired,
-                format!("no approval `{id}` for this tenant"),
-            ))
-        })
+    /// Request `id` of the caller's tenant. A miss (an unknown id, or another tenant's: the two
+    /// are indistinguishable) is refused with `not_found` and audited as the caller's attempt
+    /// `kind` in the caller's own chain, never in the chain of a tenant owning that id.
+    async fn load_request(
+        &self,
+        caller: &Principal,
+        id: &str,
+        kind: EventKind,
+    ) -> Result<ApprovalRequest, ApprovalError> {
+        if let Some(request) = self.stores.approvals.get_request(&caller.tenant, id).await? {
+            return Ok(request);
+        }
+        let id = shown_id(id);
+        let refusal = Rejection::new(Code::NotFound, format!("no approval `{id}` for this tenant"));
+        let record = AuditRecord {
+            kind,
+            call_id: id.to_owned(),
+            at: self.clock.now(),
+            // INVARIANT: the caller's tenant, never one looked up by the id.
+            tenant: caller.tenant.clone(),
+            subject: caller.subject.clone(),
+            run_id: String::new(),
+            incident: String::new(),
+            tool: String::new(),
+            policy_version: self.config.policy.version().to_owned(),
+            plan_hash: None,
+            executor_identity: None,
+            approval_id: Some(id.to_owned()),
+            approver: None,
+            decision: Some(Decision::Rejected),
+            code: Some(refusal.code.as_str().to_owned()),
+            reason: Some(refusal.message.clone()),
+            timings: Timings::default(),
+        };
+        self.stores.audit.append(vec![record]).await?;
+        Err(ApprovalError::Refused(refusal))
     }
 
     async fn audit_approval(
@@ -208,6 +237,14 @@ pub(crate) fn announce(gate: &Gate, request: &ApprovalRequest) {
     if let Some(notifier) = &gate.notifier {
         notifier.approval_requested(request);
     }
+}
+
+/// Longest approval id written to the audit log or a message (ids come from the caller).
+const MAX_SHOWN_ID: usize = 128;
+
+/// `id` cut to [`MAX_SHOWN_ID`] characters.
+fn shown_id(id: &str) -> &str {
+    id.char_indices().nth(MAX_SHOWN_ID).map_or(id, |(end, _)| id.get(..end).unwrap_or(id))
 }
 
 /// The service a plan acts on, when its tool names one.

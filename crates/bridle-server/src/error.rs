@@ -54,11 +54,13 @@ impl ApiError {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, Code::InternalError, "the request could not be evaluated")
     }
 
-    /// A refusal of the approvals desk: `approver_denied` is 403, other refusals (expired, no
-    /// longer pending) are 409; the rejection's own code is kept.
+    /// A refusal of the approvals desk: `approver_denied` is 403, `not_found` (no such id in the
+    /// caller's tenant) 404, other refusals (expired, no longer pending) are 409; the rejection's
+    /// own code is kept.
     pub fn refused(rejection: &Rejection) -> Self {
         let status = match rejection.code {
             Code::ApproverDenied => StatusCode::FORBIDDEN,
+            Code::NotFound => StatusCode::NOT_FOUND,
             _ => StatusCode::CONFLICT,
         };
         Self::new(status, rejection.code, rejection.message.clone())

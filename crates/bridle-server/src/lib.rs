@@ -117,7 +117,7 @@ pub fn router(state: AppState) -> Router {
 /// Liveness (no token needed).
 #[utoipa::path(
     get, path = "/healthz", tag = "meta",
-    responses((status = 200, description = "`{\"status\": \"ok\", \"version\"}`", body = Value))
+    responses((status = 200, description = "`{\"status\": \"ok\", \"version\"}`", body = openapi::Health))
 )]
 pub async fn healthz() -> Json<Value> {
     Json(json!({"status": "ok", "version": env!("CARGO_PKG_VERSION")}))

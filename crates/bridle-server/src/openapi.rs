@@ -2,7 +2,10 @@
 //! annotations, with the bearer-token security scheme.
 
 use axum::Json;
+use utoipa::openapi::path::Operation;
+use utoipa::openapi::schema::{AllOfBuilder, ObjectBuilder, OneOfBuilder, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
 use utoipa::{Modify, OpenApi, ToSchema};
 
 use crate::api;
@@ -25,6 +28,81 @@ pub struct ErrorDetail {
     pub message: String,
 }
 
+/// `GET /healthz`.
+#[derive(Debug, ToSchema)]
+pub struct Health {
+    /// Always `ok`.
+    pub status: String,
+    /// The server's version.
+    pub version: String,
+}
+
+/// `GET /v1/tools`.
+#[derive(Debug, ToSchema)]
+pub struct ToolList {
+    /// The caller's exposed tools, in the asked-for form.
+    #[schema(value_type = Vec<Object>)]
+    pub tools: Vec<serde_json::Value>,
+}
+
+/// `GET /v1/approvals`.
+#[derive(Debug, ToSchema)]
+pub struct ApprovalList {
+    /// Pending, unexpired ApprovalRequests of the caller's tenant.
+    #[schema(value_type = Vec<Object>)]
+    pub approvals: Vec<serde_json::Value>,
+}
+
+/// One approval request, with its plan.
+#[derive(Debug, ToSchema)]
+pub struct ApprovalAnswer {
+    /// The ApprovalRequest (`id`, `plan`, `plan_hash`, `level`, `status`, `grants`, expiry …).
+    #[schema(value_type = Object)]
+    pub approval: serde_json::Value,
+}
+
+/// `GET /v1/audit`: one page.
+#[derive(Debug, ToSchema)]
+pub struct AuditPage {
+    /// AuditEvents of the caller's tenant, in chain order.
+    #[schema(value_type = Vec<Object>)]
+    pub events: Vec<serde_json::Value>,
+    /// `after` for the next page; null on the last one.
+    #[schema(required = true, minimum = 1)]
+    pub next_after: Option<u64>,
+}
+
+/// `POST /v1/guard/scan`: a verdict, not an HTTP error.
+#[derive(Debug, ToSchema)]
+pub struct ScanAnswer {
+    /// `allow` or `block`.
+    #[schema(inline)]
+    pub verdict: ScanVerdict,
+    /// `injection_detected` or `input_too_long` on a block, else null.
+    #[schema(required = true)]
+    pub code: Option<String>,
+    /// Why, with `input_too_long` only.
+    pub message: Option<String>,
+    /// Evidence, 0 to 1.
+    #[schema(minimum = 0.0, maximum = 1.0)]
+    pub score: f64,
+    /// Attack families found (snake_case names).
+    pub categories: Vec<String>,
+    /// Byte ranges `{start, end}` of the input.
+    #[schema(value_type = Vec<Object>)]
+    pub spans: Vec<serde_json::Value>,
+}
+
+/// A guard verdict.
+#[derive(Debug, ToSchema)]
+#[schema(rename_all = "snake_case")]
+pub enum ScanVerdict {
+    /// Nothing found.
+    Allow,
+    /// Blocked.
+    Block,
+}
+
 struct BearerScheme;
 
 impl Modify for BearerScheme {
@@ -34,6 +112,67 @@ impl Modify for BearerScheme {
             "bearer",
             SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).bearer_format("JWT").build()),
         );
+    }
+}
+
+/// The answers every route may give besides its own: the middleware in front of the handlers
+/// answers them (`api.rs`'s authentication and rate limit, `limits.rs`'s timeout, body size and
+/// JSON depth), so a handler's annotation cannot be trusted to list them.
+struct MiddlewareResponses;
+
+impl Modify for MiddlewareResponses {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for item in openapi.paths.paths.values_mut() {
+            for operation in [&mut item.get, &mut item.post].into_iter().flatten() {
+                add_middleware_responses(operation);
+            }
+        }
+    }
+}
+
+fn add_middleware_responses(operation: &mut Operation) {
+    let authenticated = operation.security.as_ref().is_some_and(|s| !s.is_empty());
+    let mut add = |status: &str, description: &str| {
+        let response = ResponseBuilder::new()
+            .description(description)
+            .content("application/json", ContentBuilder::new().schema(Some(Ref::from_schema_name("ErrorBody"))).build())
+            .build();
+        operation.responses.responses.entry(status.to_owned()).or_insert(RefOr::T(response));
+    };
+    if authenticated {
+        add("401", "no valid token (`unauthenticated`)");
+        add("408", "the request took longer than the server's timeout (`request_timeout`)");
+        add("429", "too many requests for this tenant and subject (`rate_limited`)");
+    }
+    if operation.request_body.is_some() {
+        add("400", "malformed body (`bad_request`, `json_too_deep`)");
+        add("413", "body too large (`payload_too_large`)");
+    }
+}
+
+/// `CallBody` takes exactly one of `tool` (with `arguments`) and `answer` (without); the derived
+/// schema cannot say so, so both branches are spelled out as a `oneOf` beside it.
+struct CallBodyChoice;
+
+impl Modify for CallBodyChoice {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let Some(schemas) = openapi.components.as_mut().map(|c| &mut c.schemas) else { return };
+        let Some(derived) = schemas.remove("CallBody") else { return };
+        let branch = |given: &str, absent: &[&str]| {
+            let mut object =
+                ObjectBuilder::new().required(given).property(given, ObjectBuilder::new().schema_type(Type::String));
+            for name in absent {
+                object = object.property(*name, ObjectBuilder::new().schema_type(Type::Null));
+            }
+            object.build()
+        };
+        let choice =
+            OneOfBuilder::new().item(branch("tool", &["answer"])).item(branch("answer", &["tool", "arguments"]));
+        let combined = AllOfBuilder::new()
+            .item(derived)
+            .item(choice)
+            .description(Some("A tool call: either `tool` (+ `arguments`) or a raw model `answer`, never both."));
+        schemas.insert("CallBody".to_owned(), RefOr::T(combined.into()));
     }
 }
 
@@ -61,9 +200,9 @@ impl Modify for BearerScheme {
         api::check::check,
         crate::observe::render,
     ),
-    components(schemas(ErrorBody, ErrorDetail, api::calls::CallBody, api::approvals::RejectBody,
-        api::guard::ScanBody, api::check::CheckBody)),
-    modifiers(&BearerScheme)
+    components(schemas(ErrorBody, ErrorDetail, Health, ToolList, ApprovalList, ApprovalAnswer, AuditPage, ScanAnswer, api::calls::CallBody, api::approvals::RejectBody,
+        api::guard::ScanBody, api::guard::ScanChannel, api::check::CheckBody)),
+    modifiers(&BearerScheme, &MiddlewareResponses, &CallBodyChoice)
 )]
 pub struct ApiDoc;
 

@@ -10,6 +10,8 @@ mod suite {
     mod mcp;
     mod metrics;
     mod openapi;
+    mod regression;
     mod routes;
     mod support;
+    mod tenancy;
 }

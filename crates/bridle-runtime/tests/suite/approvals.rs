@@ -67,7 +67,17 @@ async fn who_may_grant() {
     assert_eq!(refused(h.gate.grant(&h.who("viewer-4"), "a-1").await), Code::ApproverDenied, "needs approval:grant");
     let mut foreign = h.who("operator-2");
     foreign.tenant = "tenant-b".into();
-    assert_eq!(refused(h.gate.grant(&foreign, "a-1").await), Code::ApprovalRequired, "another tenant cannot see it");
+    assert_eq!(refused(h.gate.grant(&foreign, "a-1").await), Code::NotFound, "another tenant cannot see it");
+    assert_eq!(refused(h.gate.reject(&foreign, "a-1", "mine").await), Code::NotFound);
+    // Both attempts are audited in the caller's chain, never in the owner's.
+    let attempts: Vec<_> =
+        h.events().await.into_iter().filter(|e| e.record.code.as_deref() == Some("not_found")).collect();
+    assert_eq!(attempts.len(), 2);
+    assert!(attempts.iter().all(|e| e.record.tenant == "tenant-b" && e.record.subject == "operator-2"), "{attempts:?}");
+    assert_eq!(
+        attempts.iter().map(|e| e.record.kind).collect::<Vec<_>>(),
+        [EventKind::ApprovalGranted, EventKind::ApprovalRejected]
+    );
     let mut no_service = h.who("operator-2");
     no_service.services.clear();
     assert_eq!(refused(h.gate.grant(&no_service, "a-1").await), Code::ApproverDenied, "needs the service");

@@ -1,7 +1,7 @@
 //! `/v1/approvals`: pending requests of the caller's tenant, one request's plan, and approving or
 //! rejecting it through the approvals desk (which enforces approver ≠ requester, scopes and
 //! levels). An id of another tenant is 404 `not_found`, exactly like an unknown id, so ids of
-//! other tenants never leak.
+//! other tenants never leak; an approve or reject of such an id is audited in the caller's chain.
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -20,7 +20,8 @@ use crate::limits::JsonBody;
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RejectBody {
-    /// Why the plan is refused (shown to the requester, kept in the audit log).
+    /// Why the plan is refused (shown to the requester, kept in the audit log); not blank.
+    #[schema(min_length = 1, pattern = r"\S")]
     pub reason: String,
 }
 
@@ -55,7 +56,7 @@ fn desk_error(e: ApprovalError) -> ApiError {
     get, path = "/v1/approvals", tag = "approvals",
     security(("bearer" = [])),
     responses(
-        (status = 200, description = "`{\"approvals\": [ApprovalRequest]}`: pending, unexpired requests of the caller's tenant", body = Value),
+        (status = 200, description = "`{\"approvals\": [ApprovalRequest]}`: pending, unexpired requests of the caller's tenant", body = crate::openapi::ApprovalList),
         (status = 401, description = "no valid token (`unauthenticated`)", body = crate::openapi::ErrorBody),
         (status = 403, description = "needs `approval:grant` or `approval:sign_off` (`forbidden`)", body = crate::openapi::ErrorBody),
     )
@@ -73,7 +74,7 @@ pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<
     params(("id" = String, Path, description = "approval id")),
     security(("bearer" = [])),
     responses(
-        (status = 200, description = "`{\"approval\": ApprovalRequest}` with its plan", body = Value),
+        (status = 200, description = "`{\"approval\": ApprovalRequest}` with its plan", body = crate::openapi::ApprovalAnswer),
         (status = 401, description = "no valid token (`unauthenticated`)", body = crate::openapi::ErrorBody),
         (status = 403, description = "needs `approval:grant` or `approval:sign_off` (`forbidden`)", body = crate::openapi::ErrorBody),
         (status = 404, description = "no such approval in the caller's tenant (`not_found`)", body = crate::openapi::ErrorBody),
@@ -94,7 +95,7 @@ pub async fn show(
     params(("id" = String, Path, description = "approval id")),
     security(("bearer" = [])),
     responses(
-        (status = 200, description = "`{\"approval\": ApprovalRequest}` after the grant (`granted` once the level is met)", body = Value),
+        (status = 200, description = "`{\"approval\": ApprovalRequest}` after the grant (`granted` once the level is met)", body = crate::openapi::ApprovalAnswer),
         (status = 401, description = "no valid token (`unauthenticated`)", body = crate::openapi::ErrorBody),
         (status = 403, description = "no approver scope (`forbidden`), or the desk refused this approver, e.g. the requester (`approver_denied`)", body = crate::openapi::ErrorBody),
         (status = 404, description = "no such approval in the caller's tenant (`not_found`)", body = crate::openapi::ErrorBody),
@@ -107,7 +108,7 @@ pub async fn approve(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     require_approver(&caller)?;
-    load(&state, &caller, &id).await?;
+    // The desk answers an id outside the caller's tenant with `not_found` and audits the attempt.
     answer(&state.gate.grant(&caller.0, &id).await.map_err(desk_error)?)
 }
 
@@ -118,8 +119,8 @@ pub async fn approve(
     request_body = RejectBody,
     security(("bearer" = [])),
     responses(
-        (status = 200, description = "`{\"approval\": ApprovalRequest}`, now `rejected`", body = Value),
-        (status = 400, description = "missing or empty reason (`bad_request`)", body = crate::openapi::ErrorBody),
+        (status = 200, description = "`{\"approval\": ApprovalRequest}`, now `rejected`", body = crate::openapi::ApprovalAnswer),
+        (status = 400, description = "missing or blank reason (`bad_request`)", body = crate::openapi::ErrorBody),
         (status = 401, description = "no valid token (`unauthenticated`)", body = crate::openapi::ErrorBody),
         (status = 403, description = "no approver scope (`forbidden`), or the desk refused this approver (`approver_denied`)", body = crate::openapi::ErrorBody),
         (status = 404, description = "no such approval in the caller's tenant (`not_found`)", body = crate::openapi::ErrorBody),
@@ -135,6 +136,5 @@ pub async fn reject(
     if body.reason.trim().is_empty() {
         return Err(ApiError::bad_request("a rejection needs a `reason`"));
     }
-    load(&state, &caller, &id).await?;
     answer(&state.gate.reject(&caller.0, &id, &body.reason).await.map_err(desk_error)?)
 }

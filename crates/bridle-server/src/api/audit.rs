@@ -20,11 +20,15 @@ const MAX_LIMIT: u32 = 1000;
 
 /// Query of `GET /v1/audit`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct AuditQuery {
-    /// Events after this sequence number (default 0: from the start).
+    /// Events after this sequence number (default 0: from the start); sequence numbers are
+    /// stored as signed 64-bit integers, so at most `i64::MAX`.
+    #[param(minimum = 0, maximum = 9_223_372_036_854_775_807_i64)]
     pub after: Option<u64>,
     /// Page size, 1 to 1000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
 }
 
@@ -34,7 +38,7 @@ pub struct AuditQuery {
     params(AuditQuery),
     security(("bearer" = [])),
     responses(
-        (status = 200, description = "`{\"events\": [AuditEvent], \"next_after\": seq | null}`; pass `next_after` as `after` for the next page", body = Value),
+        (status = 200, description = "`{\"events\": [AuditEvent], \"next_after\": seq | null}`; pass `next_after` as `after` for the next page", body = crate::openapi::AuditPage),
         (status = 400, description = "bad query (`bad_request`)", body = crate::openapi::ErrorBody),
         (status = 401, description = "no valid token (`unauthenticated`)", body = crate::openapi::ErrorBody),
         (status = 403, description = "needs `audit:read` or `approval:grant` (`forbidden`)", body = crate::openapi::ErrorBody),
@@ -47,17 +51,16 @@ pub async fn list(
 ) -> Result<Json<Value>, ApiError> {
     caller.require_any(&[SCOPE_AUDIT_READ, SCOPE_GRANT])?;
     let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let after = query.after.unwrap_or(0);
+    if i64::try_from(after).is_err() {
+        return Err(ApiError::bad_request(format!("`after` must be at most {}", i64::MAX)));
+    }
     let limit = query.limit.unwrap_or(DEFAULT_LIMIT);
     if !(1..=MAX_LIMIT).contains(&limit) {
         return Err(ApiError::bad_request(format!("`limit` must be between 1 and {MAX_LIMIT}")));
     }
-    let events = state
-        .gate
-        .stores()
-        .audit
-        .events(&caller.0.tenant, query.after.unwrap_or(0), limit)
-        .await
-        .map_err(|e| ApiError::internal(&e))?;
+    let events =
+        state.gate.stores().audit.events(&caller.0.tenant, after, limit).await.map_err(|e| ApiError::internal(&e))?;
     let next_after = (events.len() == limit as usize).then(|| events.last().map(|e| e.seq)).flatten();
     Ok(Json(json!({"events": events, "next_after": next_after})))
 }

@@ -20,8 +20,20 @@ use crate::limits::JsonBody;
 pub struct ScanBody {
     /// The text.
     pub text: String,
-    /// `chat`, `workflow` or `document` (default); each has its own length limit.
-    pub channel: Option<String>,
+    /// Channel of the text (default `document`); each has its own length limit.
+    pub channel: Option<ScanChannel>,
+}
+
+/// The channel a scanned text arrives on.
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ScanChannel {
+    /// A chat message.
+    Chat,
+    /// A workflow argument (`scan = true`).
+    Workflow,
+    /// A document.
+    Document,
 }
 
 /// Scans a text for injection and obfuscation.
@@ -32,7 +44,7 @@ pub struct ScanBody {
     responses(
         (status = 200, description = "`{verdict: allow | block, code, score, categories, spans}`: `code` is \
             `injection_detected` or `input_too_long` on a block, else null; spans are byte offsets. \
-            A block is a verdict, not an HTTP error.", body = Value),
+            A block is a verdict, not an HTTP error.", body = crate::openapi::ScanAnswer),
         (status = 400, description = "malformed body or unknown channel (`bad_request`)", body = crate::openapi::ErrorBody),
         (status = 401, description = "no valid token (`unauthenticated`)", body = crate::openapi::ErrorBody),
         (status = 413, description = "body too large (`payload_too_large`)", body = crate::openapi::ErrorBody),
@@ -43,13 +55,10 @@ pub async fn scan(
     _caller: Caller,
     JsonBody(body): JsonBody<ScanBody>,
 ) -> Result<Json<Value>, ApiError> {
-    let channel = match body.channel.as_deref() {
-        None | Some("document") => Channel::Document,
-        Some("chat") => Channel::Chat,
-        Some("workflow") => Channel::Workflow,
-        Some(other) => {
-            return Err(ApiError::bad_request(format!("unknown channel `{other}`; use chat, workflow or document")));
-        }
+    let channel = match body.channel {
+        None | Some(ScanChannel::Document) => Channel::Document,
+        Some(ScanChannel::Chat) => Channel::Chat,
+        Some(ScanChannel::Workflow) => Channel::Workflow,
     };
     if let Err(r) = state.gate.config().guard.limits.check(channel, &body.text) {
         return Ok(Json(json!({

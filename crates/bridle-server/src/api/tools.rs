@@ -12,10 +12,22 @@ use crate::error::ApiError;
 
 /// Query of `GET /v1/tools`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ToolsQuery {
     /// `mcp` (default) or `openai`.
-    pub format: Option<String>,
+    #[param(inline)]
+    pub format: Option<ToolsFormat>,
+}
+
+/// The form tools are listed in.
+#[derive(Debug, Clone, Copy, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolsFormat {
+    /// MCP `tools/list` form.
+    Mcp,
+    /// OpenAI function form.
+    Openai,
 }
 
 /// The caller's exposed tools.
@@ -24,7 +36,7 @@ pub struct ToolsQuery {
     params(ToolsQuery),
     security(("bearer" = [])),
     responses(
-        (status = 200, description = "`{\"tools\": [...]}`: the tools the caller's scopes expose", body = Value),
+        (status = 200, description = "`{\"tools\": [...]}`: the tools the caller's scopes expose", body = crate::openapi::ToolList),
         (status = 400, description = "unknown format (`bad_request`)", body = crate::openapi::ErrorBody),
         (status = 401, description = "no valid token (`unauthenticated`)", body = crate::openapi::ErrorBody),
     )
@@ -36,10 +48,9 @@ pub async fn list(
 ) -> Result<Json<Value>, ApiError> {
     let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let registry = &state.gate.config().registry;
-    let tools = match query.format.as_deref() {
-        None | Some("mcp") => registry.mcp_tools(&caller),
-        Some("openai") => registry.openai_tools(&caller),
-        Some(other) => return Err(ApiError::bad_request(format!("unknown format `{other}`; use `mcp` or `openai`"))),
+    let tools = match query.format {
+        None | Some(ToolsFormat::Mcp) => registry.mcp_tools(&caller),
+        Some(ToolsFormat::Openai) => registry.openai_tools(&caller),
     };
     Ok(Json(json!({ "tools": tools })))
 }

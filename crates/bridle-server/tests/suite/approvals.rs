@@ -114,8 +114,10 @@ async fn another_tenant_can_neither_see_nor_decide_nor_read_the_audit() {
     // An unknown id of the caller's own tenant answers exactly the same.
     let (status, body) = get(&app, "/v1/approvals/no-such-id", Some(&token("operator-2"))).await;
     assert_eq!((status, code(&body)), (StatusCode::NOT_FOUND, "not_found"));
+    // The intruder's own chain holds its two attempts (approve, reject), nothing of tenant-a.
     let (_, audit) = get(&app, "/v1/audit", Some(&intruder)).await;
-    assert_eq!(audit["events"], json!([]));
+    let codes: Vec<_> = audit["events"].as_array().unwrap().iter().map(|e| (&e["tenant"], &e["code"])).collect();
+    assert_eq!(codes, [(&json!("tenant-b"), &json!("not_found")); 2], "{audit}");
     // The request is still pending for its own tenant.
     let (_, own) = get(&app, "/v1/approvals", Some(&token("operator-2"))).await;
     assert_eq!(own["approvals"].as_array().unwrap().len(), 1);

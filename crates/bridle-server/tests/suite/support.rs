@@ -22,10 +22,22 @@ pub async fn app() -> Router {
 
 /// A router with these limits.
 pub async fn app_with(limits: Limits) -> Router {
-    let config = Arc::new(bridle_runtime::bundled::checkout().unwrap());
-    let runtime = RuntimeBuilder::new(config).env(Env::default()).store_url("memory").build().await.unwrap();
+    app_for(bridle_runtime::bundled::checkout().unwrap(), limits).await
+}
+
+/// A router over `config` with these limits.
+pub async fn app_for(config: bridle_core::config::Config, limits: Limits) -> Router {
+    let runtime = RuntimeBuilder::new(Arc::new(config)).env(Env::default()).store_url("memory").build().await.unwrap();
     let state = AppState::new(runtime.gate.clone(), &AuthConfig::hs256(SECRET), limits).unwrap();
     router(state)
+}
+
+/// The bundled checkout configuration with `extra` TOML appended (read from `examples/checkout`).
+pub fn checkout_with(extra: &str) -> bridle_core::config::Config {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/checkout");
+    let text = std::fs::read_to_string(dir.join("bridle.toml")).unwrap() + extra;
+    let files = |rel: &str| std::fs::read_to_string(dir.join(rel)).map_err(|e| format!("`{rel}`: {e}"));
+    bridle_core::config::load(&text, &files).unwrap()
 }
 
 /// A token for a principal of the bundled configuration.
