@@ -21,7 +21,9 @@ const UPKEEP: Duration = Duration::from_secs(5);
 pub fn init_logging(json: bool) {
     let json = json || std::env::var("BRIDLE_LOG").is_ok_and(|v| v.eq_ignore_ascii_case("json"));
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    // Colours only for a person at a terminal, never in files or CI logs.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
     // Err: a subscriber is already installed, which is just as good.
     let _ =
         if json { builder.json().with_current_span(true).with_span_list(true).try_init() } else { builder.try_init() };

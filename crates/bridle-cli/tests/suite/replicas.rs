@@ -35,6 +35,8 @@ fn serve(dir: &Path, db: &str) -> Server {
         .args(["serve", "--config", "bridle.toml", "--db", db, "--listen", "127.0.0.1:0"])
         .current_dir(dir)
         .env("BRIDLE_JWT_SECRET", SECRET)
+        // 12,800 calls: only warnings and errors reach the test's output
+        .env("RUST_LOG", "warn")
         .env_remove("BRIDLE_STORE_URL")
         .env_remove("BRIDLE_LISTEN")
         .stdout(Stdio::piped())
