@@ -459,3 +459,82 @@ async fn a_retrieved_document_taints_the_run_so_a_later_change_needs_approval() 
     let reason = h.gate.stores().run_flags.tainted("fab-1", "run-101").await.unwrap().unwrap();
     assert!(reason.contains("runbook page `etch-drift`") && reason.contains("retrieve_then_act"), "{reason}");
 }
+
+/// The child process of `a_killed_process_continues_its_run_from_the_sqlite_file`: runs
+/// a → (b ∥ c) → d on the SQLite file named by `BRIDLE_CRASH_DB`, appending each node's name to
+/// `BRIDLE_CRASH_LOG`; with `BRIDLE_CRASH=1`, node c aborts the process (no destructors, no
+/// flush) after b has finished and stored its writes; without it, the thread continues from its
+/// last checkpoint. Prints the final log.
+#[test]
+#[ignore = "a child process of a_killed_process_continues_its_run_from_the_sqlite_file"]
+fn crash_child() {
+    use bridle_runtime::checkpoint::{SqliteCheckpointer, Strictness};
+    let var = |k: &str| std::env::var(k).unwrap();
+    let (db, log, crash) = (var("BRIDLE_CRASH_DB"), var("BRIDLE_CRASH_LOG"), std::env::var("BRIDLE_CRASH").is_ok());
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async move {
+        let node = |name: &'static str| {
+            let log = log.clone();
+            node_fn(move |_, _| {
+                use std::io::Write;
+                let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&log).unwrap();
+                writeln!(f, "{name}").unwrap();
+                async move {
+                    if name == "c" && crash {
+                        // b runs beside c and stores its writes first.
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        std::process::abort();
+                    }
+                    Ok(Update::new().set("log", vec![name]))
+                }
+            })
+        };
+        let graph = GraphBuilder::new("crash", counter_schema())
+            .node("a", node("a"))
+            .node("b", node("b"))
+            .node("c", node("c"))
+            .node("d", node("d"))
+            .edge(START, "a")
+            .edge("a", "b")
+            .edge("a", "c")
+            .join(&["b", "c"], "d")
+            .edge("d", END)
+            .build()
+            .unwrap();
+        let store: Arc<dyn Checkpointer> = Arc::new(SqliteCheckpointer::open(&db, Strictness::Normal).await.unwrap());
+        let config = RunConfig::new("t-kill").checkpointer(store.clone());
+        let outcome = if store.latest("t-kill").await.unwrap().is_some() {
+            graph.continue_invoke(config).await.unwrap()
+        } else {
+            graph.invoke(config, Value::Null).await.unwrap()
+        };
+        println!("FINAL {}", outcome.state["log"]);
+    });
+}
+
+#[test]
+fn a_killed_process_continues_its_run_from_the_sqlite_file() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("bridle.db").display());
+    let log = dir.path().join("ran.log");
+    // This test binary again, running only the child above.
+    let run = |crash: bool| {
+        let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+        cmd.args(["--ignored", "--exact", "suite::graph::pauses::crash_child", "--nocapture", "--test-threads=1"])
+            .env("BRIDLE_CRASH_DB", &db)
+            .env("BRIDLE_CRASH_LOG", &log);
+        if crash {
+            cmd.env("BRIDLE_CRASH", "1");
+        }
+        cmd.output().unwrap()
+    };
+    let killed = run(true);
+    assert!(!killed.status.success(), "the first process must die in node c");
+    let resumed = run(false);
+    let stdout = String::from_utf8_lossy(&resumed.stdout);
+    assert!(resumed.status.success(), "{stdout}{}", String::from_utf8_lossy(&resumed.stderr));
+    assert!(stdout.contains(r#"FINAL ["a","b","c","d"]"#), "{stdout}");
+    let ran: Vec<String> = std::fs::read_to_string(&log).unwrap().lines().map(str::to_owned).collect();
+    let count = |n: &str| ran.iter().filter(|r| *r == n).count();
+    assert_eq!((count("a"), count("b"), count("c"), count("d")), (1, 1, 2, 1), "only c ran again: {ran:?}");
+}
