@@ -3,6 +3,7 @@
 //!
 //! This module parses strings only; reading files is the caller's job through [`Files`].
 
+mod adapters;
 mod raw;
 mod runtime;
 mod server;
@@ -19,6 +20,9 @@ use crate::contract::{Mode, Registry};
 use crate::policy::PolicyEngine;
 use crate::principal::Principal;
 
+pub use adapters::{
+    AdapterSettings, CommandAdapterSettings, HttpAdapterSettings, RequestBody, ToolRoute, placeholders,
+};
 pub use runtime::{LlmSettings, RuntimeSettings};
 pub use server::ServerSettings;
 pub use validate::load;
@@ -118,6 +122,8 @@ pub struct Config {
     pub webhooks: WebhookSettings,
     /// What `bridle serve` listens on and its request limits (`[server]`).
     pub server: ServerSettings,
+    /// HTTP and command adapters and the tools routed to them (`[adapters]`, `[tools.X] adapter`).
+    pub adapters: AdapterSettings,
 }
 
 /// Validated `[guard]` settings.

@@ -1,9 +1,13 @@
 //! Adapters: how the gate reaches the systems tools act on.
 //!
 //! Each adapter implements the core `Adapter` port with separate read and change entry points
-//! and an outcome query for jobs left `unknown`.
+//! and an outcome query for jobs left `unknown`. Tools configured with `adapter = "http:…"` or
+//! `"command:…"` go to [`HttpAdapter`] / [`CommandAdapter`] through [`ConfiguredAdapter`].
 
 pub mod builtin;
+pub mod command;
+pub mod configured;
+pub mod http;
 pub mod memory;
 pub mod router;
 
@@ -12,6 +16,9 @@ use std::sync::Arc;
 use bridle_core::config::Config;
 
 pub use builtin::BuiltinAdapter;
+pub use command::CommandAdapter;
+pub use configured::ConfiguredAdapter;
+pub use http::HttpAdapter;
 pub use memory::{Fault, MemoryAdapter};
 pub use router::RouterAdapter;
 
@@ -21,4 +28,14 @@ pub fn in_process(config: &Config) -> (Arc<RouterAdapter>, Arc<MemoryAdapter>) {
     let memory = Arc::new(MemoryAdapter::from_config(config));
     let router = RouterAdapter::new(Arc::new(BuiltinAdapter::from_config(config)), memory.clone());
     (Arc::new(router), memory)
+}
+
+/// The adapter of a configuration: [`in_process`] alone, or under a [`ConfiguredAdapter`] when
+/// tools name HTTP or command adapters. Reads those tools' credentials now.
+pub fn from_config(config: &Config) -> Result<Arc<dyn bridle_core::ports::Adapter>, String> {
+    let (router, _) = in_process(config);
+    if config.adapters.is_empty() {
+        return Ok(router);
+    }
+    Ok(Arc::new(ConfiguredAdapter::from_config(config, router)?))
 }

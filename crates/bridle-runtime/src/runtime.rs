@@ -19,7 +19,7 @@ use crate::checkpoint::open_checkpointer;
 use crate::gate::Gate;
 use crate::graph::hooks::HookHandler;
 use crate::graph::observer::TaskGraph;
-use crate::graph::{Event, Graph, Hooks, RunConfig, RunOutcome};
+use crate::graph::{Event, Graph, Hooks, RunConfig, RunOutcome, RunStream};
 use crate::llm::openai::{OpenAiClient, OpenAiConfig};
 use crate::llm::{LimitedClient, Limits, LlmClient, ScriptedModel};
 use crate::store::Stores;
@@ -46,6 +46,9 @@ pub enum BuildError {
     /// The guard's rules could not be compiled.
     #[error("guard: {0}")]
     Guard(String),
+    /// A configured adapter could not be set up (a credential missing, a bad client).
+    #[error("adapter: {0}")]
+    Adapter(String),
 }
 
 /// Environment overrides, read once (tests pass their own).
@@ -124,7 +127,7 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Uses this adapter instead of the in-process ones.
+    /// Uses this adapter instead of the configured ones (in process, HTTP, command).
     #[must_use]
     pub fn adapter(mut self, adapter: Arc<dyn Adapter>) -> Self {
         self.adapter = Some(adapter);
@@ -197,7 +200,7 @@ impl RuntimeBuilder {
         // 7. gate
         let adapter = match self.adapter {
             Some(adapter) => adapter,
-            None => crate::adapter::in_process(&self.config).0,
+            None => crate::adapter::from_config(&self.config).map_err(BuildError::Adapter)?,
         };
         let scanner = GuardScanner::from_settings(&self.config.guard).map_err(|e| BuildError::Guard(e.to_string()))?;
         let gate =
@@ -296,7 +299,16 @@ impl Runtime {
         input: Value,
         on_event: impl Fn(&Event) + Send + 'static,
     ) -> Result<(), BuildError> {
-        let mut stream = graph.stream(config, input);
+        self.spawn_stream(graph.stream(config, input), on_event)
+    }
+
+    /// Drains an already started run (a [`Graph::stream`] or [`Graph::resume`]) in the
+    /// background; `shutdown` and `drain` wait for it. Events go to `on_event`.
+    pub fn spawn_stream(
+        &self,
+        mut stream: RunStream,
+        on_event: impl Fn(&Event) + Send + 'static,
+    ) -> Result<(), BuildError> {
         let mut background = self.background.lock().map_err(|_| BuildError::Llm("runtime lock poisoned".into()))?;
         background.spawn(async move {
             while let Some(event) = stream.next().await {
@@ -304,6 +316,15 @@ impl Runtime {
             }
         });
         Ok(())
+    }
+
+    /// Waits for the background runs started so far (for a runtime shared behind an `Arc`,
+    /// which cannot be `shutdown`).
+    pub async fn drain(&self) {
+        let set = self.background.lock().map(|mut set| std::mem::take(&mut *set));
+        if let Ok(mut set) = set {
+            while set.join_next().await.is_some() {}
+        }
     }
 
     /// Runs a graph to its end or pause with this runtime's settings.

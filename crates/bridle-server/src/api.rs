@@ -7,6 +7,7 @@ pub mod audit;
 pub mod calls;
 pub mod check;
 pub mod guard;
+pub mod runs;
 pub mod tools;
 
 use axum::Router;
@@ -34,6 +35,11 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .route("/v1/audit", get(audit::list))
         .route("/v1/guard/scan", post(guard::scan))
         .route("/v1/check", post(check::check))
+        .route("/v1/runs", post(runs::start))
+        .route("/v1/runs/{id}", get(runs::show))
+        .route("/v1/runs/{id}/events", get(runs::events))
+        .route("/v1/runs/{id}/resume", post(runs::resume))
+        .route("/v1/decisions", get(runs::decisions))
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate))
 }
 

@@ -9,6 +9,7 @@ pub mod limits;
 pub mod mcp;
 pub mod observe;
 pub mod openapi;
+pub mod runs;
 pub mod serve;
 
 use std::sync::Arc;
@@ -52,6 +53,8 @@ pub struct AppState {
     pub mcp: mcp::McpSettings,
     /// The Prometheus recorder rendered at `/metrics` (`None`: `/metrics` answers 404).
     pub metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
+    /// Graph runs over the runtime (`None`: `/v1/runs…` answer 404 `not_found`).
+    pub runs: Option<Arc<runs::Runs>>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -72,6 +75,7 @@ impl AppState {
             detector: Arc::new(Detector::new()?),
             mcp: mcp::McpSettings::default(),
             metrics: None,
+            runs: None,
         })
     }
 }
@@ -81,6 +85,13 @@ impl AppState {
     #[must_use]
     pub fn with_metrics(mut self, handle: metrics_exporter_prometheus::PrometheusHandle) -> Self {
         self.metrics = Some(handle);
+        self
+    }
+
+    /// Serves `/v1/runs…` over `runs` (see [`runs::Runs`]).
+    #[must_use]
+    pub fn with_runs(mut self, runs: Arc<runs::Runs>) -> Self {
+        self.runs = Some(runs);
         self
     }
 }

@@ -198,10 +198,17 @@ impl Modify for CallBodyChoice {
         api::audit::list,
         api::guard::scan,
         api::check::check,
+        api::runs::start,
+        api::runs::show,
+        api::runs::events,
+        api::runs::resume,
+        api::runs::decisions,
         crate::observe::render,
     ),
     components(schemas(ErrorBody, ErrorDetail, Health, ToolList, ApprovalList, ApprovalAnswer, AuditPage, ScanAnswer, api::calls::CallBody, api::approvals::RejectBody,
-        api::guard::ScanBody, api::guard::ScanChannel, api::check::CheckBody)),
+        api::guard::ScanBody, api::guard::ScanChannel, api::check::CheckBody,
+        api::runs::StartBody, api::runs::Pipeline, api::runs::AnalysisInput, api::runs::ResumeBody, api::runs::RunAccepted,
+        api::runs::RunStatus, api::runs::RunEventFrame, api::runs::DecisionList)),
     modifiers(&BearerScheme, &MiddlewareResponses, &CallBodyChoice)
 )]
 pub struct ApiDoc;

@@ -12,6 +12,7 @@ mod suite {
     mod openapi;
     mod regression;
     mod routes;
+    mod runs;
     mod support;
     mod tenancy;
 }

@@ -1,5 +1,6 @@
 //! `bridle serve`: builds the runtime from the configuration, serves the HTTP API until Ctrl-C
-//! or SIGTERM, then shuts the runtime down. Argument handling and printing only.
+//! or SIGTERM (pipeline runs at `/v1/runs` over the same runtime), then shuts the runtime down.
+//! Argument handling and printing only.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -9,6 +10,7 @@ use anyhow::Context;
 use bridle_runtime::runtime::RuntimeBuilder;
 use bridle_server::auth::AuthConfig;
 use bridle_server::limits::Limits;
+use bridle_server::runs::Runs;
 use bridle_server::serve::{DEFAULT_LISTEN, serve, shutdown_signal};
 use bridle_server::{AppState, router};
 
@@ -28,7 +30,7 @@ pub async fn run(
     if let Some(db) = db {
         builder = builder.store_url(db);
     }
-    let runtime = builder.build().await.context("building the runtime")?;
+    let runtime = Arc::new(builder.build().await.context("building the runtime")?);
     let env_listen = std::env::var("BRIDLE_LISTEN").ok().filter(|v| !v.is_empty());
     let addr = listen
         .map(str::to_owned)
@@ -40,7 +42,8 @@ pub async fn run(
     let gate =
         super::observability::with_webhook(runtime.gate.clone(), &runtime.config, &format!("http://{local}/console"))?;
     let mut state =
-        super::observability::with_metrics(AppState::new(gate, &auth, Limits::from_settings(&runtime.config.server))?);
+        super::observability::with_metrics(AppState::new(gate, &auth, Limits::from_settings(&runtime.config.server))?)
+            .with_runs(Arc::new(Runs::new(runtime.clone())));
     super::mcp::settings_for(&mut state.mcp, local);
     let mcp_stop = state.mcp.cancel.clone();
     out::line(&format!("bridle serving on http://{local} (store `{}`)", runtime.stores.url))?;
@@ -60,6 +63,10 @@ pub async fn run(
     };
     serve(listener, router(state), shutdown).await.context("serving")?;
     out::line("bridle: shutting down")?;
-    runtime.shutdown().await;
+    // Background runs hold no handle on the runtime, so it is shared only while requests run.
+    runtime.drain().await;
+    if let Ok(runtime) = Arc::try_unwrap(runtime) {
+        runtime.shutdown().await;
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -34,6 +34,8 @@ pub(super) struct RawConfig {
     pub webhooks: super::webhooks::RawWebhooks,
     #[serde(default)]
     pub server: super::server::RawServer,
+    #[serde(default)]
+    pub adapters: super::adapters::RawAdapters,
 }
 
 /// `[guard]`: channel limits and sensitive terms; every field optional.
@@ -96,6 +98,12 @@ pub(super) struct RawTool {
     pub params: BTreeMap<String, ParamRule>,
     #[serde(default)]
     pub untrusted_output: bool,
+    /// `http:NAME` or `command:NAME`; absent: in process.
+    #[serde(default)]
+    pub adapter: Option<String>,
+    /// The HTTP request template of an `http:` tool.
+    #[serde(default)]
+    pub request: Option<super::adapters::RawRequest>,
 }
 
 #[derive(Debug, Deserialize)]

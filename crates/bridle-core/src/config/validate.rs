@@ -104,6 +104,7 @@ pub fn load(text: &str, files: &dyn Files) -> Result<Config, ConfigErrors> {
     let llm = super::runtime::llm_settings(raw.llm.as_ref(), files, &mut errors);
     let webhooks = super::webhooks::webhook_settings(&raw.webhooks, &mut errors);
     let server = super::server::server_settings(&raw.server, &mut errors);
+    let adapters = super::adapters::adapter_settings(&raw.adapters, &raw.tools, &registry, &mut errors);
 
     let policy = load_policy(&raw.policy, &registry, files, &mut errors);
 
@@ -122,6 +123,7 @@ pub fn load(text: &str, files: &dyn Files) -> Result<Config, ConfigErrors> {
             llm,
             webhooks,
             server,
+            adapters,
         }),
         _ => Err(ConfigErrors(errors.0)),
     }

@@ -1,0 +1,374 @@
+//! `[adapters]` and each tool's `adapter`: how a tool is executed when it is not in process.
+//! Parsing and validation only; the adapters themselves (and reading credentials) are the
+//! runtime's. Credentials are never written here: each executor identity names its own
+//! `credential_env` or `credential_file` under `[executors]`.
+//!
+//! ```toml
+//! [adapters.http.checkout-api]
+//! base_url = "https://checkout.internal"   # http(s), no path templates
+//! timeout_ms = 5000
+//! auth_header = "Authorization"             # default; value `Bearer <credential>`
+//! auth_scheme = "Bearer"                    # "" sends the credential alone
+//! status_path = "/jobs/{job_id}"            # optional: where `outcome` asks about a job
+//!
+//! [adapters.command.kubectl-scale]
+//! argv = ["/usr/bin/kubectl", "scale", "{service}", "--replicas", "{replicas}"]
+//! env_allow = ["PATH"]
+//! timeout_ms = 5000
+//! max_output_bytes = 65536
+//!
+//! [tools.get_service]
+//! adapter = "http:checkout-api"
+//! request = { method = "GET", path = "/services/{service}" }   # body: "arguments" | "none"
+//! ```
+//!
+//! A `{param}` placeholder must name a parameter of the tool's input schema (`{job_id}` in
+//! `status_path`). In `argv` a placeholder is a whole element, never part of one.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::raw::RawTool;
+use super::validate::Errors;
+use crate::contract::Registry;
+
+/// Default adapter timeout.
+const DEFAULT_TIMEOUT_MS: u64 = 5_000;
+/// Longest adapter timeout.
+const MAX_TIMEOUT_MS: u64 = 600_000;
+/// Default and largest output cap of a command.
+const DEFAULT_MAX_OUTPUT: usize = 64 * 1024;
+const MAX_OUTPUT: usize = 16 * 1024 * 1024;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawAdapters {
+    #[serde(default)]
+    http: BTreeMap<String, RawHttp>,
+    #[serde(default)]
+    command: BTreeMap<String, RawCommand>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHttp {
+    base_url: String,
+    timeout_ms: Option<u64>,
+    auth_header: Option<String>,
+    auth_scheme: Option<String>,
+    status_path: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCommand {
+    argv: Vec<String>,
+    #[serde(default)]
+    env_allow: Vec<String>,
+    timeout_ms: Option<u64>,
+    max_output_bytes: Option<usize>,
+}
+
+/// A tool's HTTP request template (`[tools.X] request = { … }`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRequest {
+    method: String,
+    path: String,
+    body: Option<String>,
+}
+
+/// A configured HTTP endpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpAdapterSettings {
+    /// Base URL without a trailing `/`.
+    pub base_url: String,
+    /// Time allowed for one request.
+    pub timeout: Duration,
+    /// Header carrying the identity's credential.
+    pub auth_header: String,
+    /// Prefix of the credential in that header (`Bearer`); empty: the credential alone.
+    pub auth_scheme: String,
+    /// Path template asked by `outcome` (`{job_id}`), if any.
+    pub status_path: Option<String>,
+}
+
+/// A configured command (argv only, never a shell).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandAdapterSettings {
+    /// Program (absolute path) and arguments; `{param}` elements are filled from the call.
+    pub argv: Vec<String>,
+    /// Environment variables passed through; everything else is cleared.
+    pub env_allow: Vec<String>,
+    /// Time allowed before the process is killed.
+    pub timeout: Duration,
+    /// Most stdout bytes accepted; more fails the call.
+    pub max_output_bytes: usize,
+}
+
+/// Whether a request carries the arguments as a JSON body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestBody {
+    /// The arguments as JSON.
+    Arguments,
+    /// No body.
+    None,
+}
+
+/// How one tool is executed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolRoute {
+    /// By the named HTTP adapter with this request.
+    Http {
+        /// Adapter name.
+        adapter: String,
+        /// HTTP method (upper case).
+        method: String,
+        /// Path template appended to the base URL.
+        path: String,
+        /// Body.
+        body: RequestBody,
+    },
+    /// By the named command.
+    Command {
+        /// Adapter name.
+        adapter: String,
+    },
+}
+
+/// Validated `[adapters]` and the tools routed to them.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AdapterSettings {
+    /// HTTP adapters by name.
+    pub http: BTreeMap<String, HttpAdapterSettings>,
+    /// Command adapters by name.
+    pub command: BTreeMap<String, CommandAdapterSettings>,
+    /// Tool → how it runs; tools absent here run in process.
+    pub routes: BTreeMap<String, ToolRoute>,
+}
+
+impl AdapterSettings {
+    /// Whether any tool leaves the process.
+    pub fn is_empty(&self) -> bool {
+        self.routes.is_empty()
+    }
+}
+
+/// The `{name}` placeholders of a template, or `Err` on an unbalanced brace.
+pub fn placeholders(template: &str) -> Result<Vec<&str>, String> {
+    let mut out = Vec::new();
+    let mut rest = template;
+    while let Some(open) = rest.find(['{', '}']) {
+        let (before, after) = rest.split_at(open);
+        if before.len() == open && after.starts_with('}') {
+            return Err(format!("unbalanced `}}` in `{template}`"));
+        }
+        let inner = after.get(1..).unwrap_or_default();
+        let Some(close) = inner.find('}') else { return Err(format!("unclosed `{{` in `{template}`")) };
+        let name = inner.get(..close).unwrap_or_default();
+        if name.is_empty() || name.contains('{') {
+            return Err(format!("bad placeholder in `{template}`"));
+        }
+        out.push(name);
+        rest = inner.get(close + 1..).unwrap_or_default();
+    }
+    Ok(out)
+}
+
+fn is_http_url(url: &str) -> bool {
+    let rest = url.strip_prefix("https://").or_else(|| url.strip_prefix("http://"));
+    rest.is_some_and(|r| {
+        !r.is_empty()
+            && !r.starts_with('/')
+            && !r.chars().any(|c| c.is_whitespace() || c == '{' || c == '?' || c == '#' || c == '@')
+    })
+}
+
+fn is_env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_uppercase() || c == '_')
+        && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+}
+
+fn timeout(at: &str, ms: Option<u64>, errors: &mut Errors) -> Duration {
+    let ms = ms.unwrap_or(DEFAULT_TIMEOUT_MS);
+    if !(1..=MAX_TIMEOUT_MS).contains(&ms) {
+        errors.push(format!("{at}.timeout_ms"), format!("must be between 1 and {MAX_TIMEOUT_MS}"));
+    }
+    Duration::from_millis(ms)
+}
+
+fn schema_params(registry: &Registry, tool: &str) -> Option<Vec<String>> {
+    let schema = registry.get(tool)?.schema.source().clone();
+    let props = schema.get("properties").and_then(Value::as_object)?;
+    Some(props.keys().cloned().collect())
+}
+
+/// Checks that every placeholder of `template` names one of `params` (when known).
+fn check_template(at: &str, template: &str, params: Option<&[String]>, extra: &[&str], errors: &mut Errors) {
+    match placeholders(template) {
+        Err(e) => errors.push(at, e),
+        Ok(names) => {
+            for name in names {
+                let known = extra.contains(&name) || params.is_none_or(|p| p.iter().any(|x| x == name));
+                if !known {
+                    errors.push(at, format!("placeholder `{{{name}}}` names no parameter"));
+                }
+            }
+        }
+    }
+}
+
+pub(super) fn adapter_settings(
+    raw: &RawAdapters,
+    tools: &BTreeMap<String, RawTool>,
+    registry: &Registry,
+    errors: &mut Errors,
+) -> AdapterSettings {
+    let mut settings = AdapterSettings::default();
+    for (name, h) in &raw.http {
+        let at = format!("adapters.http.{name}");
+        if !is_http_url(&h.base_url) {
+            errors.push(format!("{at}.base_url"), format!("`{}` is not an http:// or https:// URL", h.base_url));
+        }
+        let auth_header = h.auth_header.clone().unwrap_or_else(|| "Authorization".to_owned());
+        if auth_header.is_empty() || !auth_header.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+            errors.push(format!("{at}.auth_header"), "must be a header name (letters, digits, `-`)");
+        }
+        if let Some(path) = &h.status_path {
+            if !path.starts_with('/') {
+                errors.push(format!("{at}.status_path"), "must start with `/`");
+            }
+            check_template(&format!("{at}.status_path"), path, Some(&[]), &["job_id"], errors);
+        }
+        let http = HttpAdapterSettings {
+            base_url: h.base_url.trim_end_matches('/').to_owned(),
+            timeout: timeout(&at, h.timeout_ms, errors),
+            auth_header,
+            auth_scheme: h.auth_scheme.clone().unwrap_or_else(|| "Bearer".to_owned()),
+            status_path: h.status_path.clone(),
+        };
+        settings.http.insert(name.clone(), http);
+    }
+    for (name, c) in &raw.command {
+        let at = format!("adapters.command.{name}");
+        match c.argv.first() {
+            None => errors.push(format!("{at}.argv"), "must name a program"),
+            Some(p) if !p.starts_with('/') || p.contains('{') => {
+                errors.push(format!("{at}.argv"), format!("`{p}` is not an absolute program path"));
+            }
+            Some(_) => {}
+        }
+        for (i, arg) in c.argv.iter().enumerate() {
+            let whole = arg.len() > 2 && arg.starts_with('{') && arg.ends_with('}');
+            let inner = arg.get(1..arg.len().saturating_sub(1)).unwrap_or_default();
+            if (arg.contains(['{', '}']) && !whole) || (whole && inner.contains(['{', '}'])) {
+                errors.push(format!("{at}.argv[{i}]"), "a placeholder must be a whole argument (`{param}`)");
+            }
+        }
+        for var in &c.env_allow {
+            if !is_env_name(var) {
+                errors.push(format!("{at}.env_allow"), format!("`{var}` is not an environment variable name"));
+            }
+        }
+        let max = c.max_output_bytes.unwrap_or(DEFAULT_MAX_OUTPUT);
+        if !(1..=MAX_OUTPUT).contains(&max) {
+            errors.push(format!("{at}.max_output_bytes"), format!("must be between 1 and {MAX_OUTPUT}"));
+        }
+        let command = CommandAdapterSettings {
+            argv: c.argv.clone(),
+            env_allow: c.env_allow.clone(),
+            timeout: timeout(&at, c.timeout_ms, errors),
+            max_output_bytes: max,
+        };
+        settings.command.insert(name.clone(), command);
+    }
+    for (tool, t) in tools {
+        let at = format!("tools.{tool}");
+        let params = schema_params(registry, tool);
+        let Some(reference) = &t.adapter else {
+            if t.request.is_some() {
+                errors.push(format!("{at}.request"), "needs `adapter = \"http:NAME\"`");
+            }
+            continue;
+        };
+        match reference.split_once(':') {
+            Some(("http", name)) if raw.http.contains_key(name) => {
+                let Some(request) = &t.request else {
+                    errors.push(format!("{at}.request"), "an HTTP tool needs `request = { method, path }`");
+                    continue;
+                };
+                let method = request.method.to_ascii_uppercase();
+                if !matches!(method.as_str(), "GET" | "POST" | "PUT" | "PATCH" | "DELETE") {
+                    errors.push(
+                        format!("{at}.request.method"),
+                        format!("`{}` is not GET, POST, PUT, PATCH or DELETE", request.method),
+                    );
+                }
+                if !request.path.starts_with('/') {
+                    errors.push(format!("{at}.request.path"), "must start with `/`");
+                }
+                check_template(&format!("{at}.request.path"), &request.path, params.as_deref(), &[], errors);
+                let body = match request.body.as_deref() {
+                    Some("arguments") => RequestBody::Arguments,
+                    Some("none") => RequestBody::None,
+                    None if matches!(method.as_str(), "GET" | "DELETE") => RequestBody::None,
+                    None => RequestBody::Arguments,
+                    Some(other) => {
+                        errors.push(format!("{at}.request.body"), format!("`{other}` is not `arguments` or `none`"));
+                        RequestBody::None
+                    }
+                };
+                let route = ToolRoute::Http { adapter: name.to_owned(), method, path: request.path.clone(), body };
+                settings.routes.insert(tool.clone(), route);
+            }
+            Some(("command", name)) if raw.command.contains_key(name) => {
+                if t.request.is_some() {
+                    errors.push(format!("{at}.request"), "applies to HTTP tools only");
+                }
+                if let Some(c) = raw.command.get(name) {
+                    for (i, arg) in c.argv.iter().enumerate() {
+                        let Some(p) = arg.strip_prefix('{').and_then(|a| a.strip_suffix('}')) else { continue };
+                        if params.as_ref().is_some_and(|ps| !ps.iter().any(|x| x == p)) {
+                            errors.push(
+                                format!("adapters.command.{name}.argv[{i}]"),
+                                format!("placeholder `{{{p}}}` names no parameter of `{tool}`"),
+                            );
+                        }
+                    }
+                }
+                settings.routes.insert(tool.clone(), ToolRoute::Command { adapter: name.to_owned() });
+            }
+            _ => errors.push(
+                format!("{at}.adapter"),
+                format!("no adapter `{reference}` (write `http:NAME` or `command:NAME` of a configured adapter)"),
+            ),
+        }
+    }
+    settings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_found_and_braces_must_balance() {
+        assert_eq!(placeholders("/a/{x}/b/{y}").ok(), Some(vec!["x", "y"]));
+        assert_eq!(placeholders("/plain").ok(), Some(vec![]));
+        for bad in ["/a/{x", "/a/x}", "/{}", "/{{x}}"] {
+            assert!(placeholders(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn base_urls_need_a_scheme_and_a_host() {
+        assert!(is_http_url("http://127.0.0.1:9") && is_http_url("https://api.example/v1"));
+        for bad in ["ftp://x", "file:///etc/passwd", "https://", "api.example", "https://u:p@host"] {
+            assert!(!is_http_url(bad), "{bad}");
+        }
+    }
+}

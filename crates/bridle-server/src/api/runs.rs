@@ -1,0 +1,291 @@
+//! `/v1/runs` and `/v1/decisions`: start a pipeline run in the background, read where it stands,
+//! follow its events as Server-Sent Events, answer one of its interrupts, and list the decision
+//! records of the caller's tenant. Runs live in the caller's tenant (thread `{tenant}/{run_id}`):
+//! another tenant's run id is 404 `not_found` like an unknown one. Without a runs service
+//! (`AppState::with_runs`) every route here answers 404 `not_found`.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use bridle_core::Code;
+use futures_util::Stream;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use utoipa::ToSchema;
+
+use super::Caller;
+use super::audit::SCOPE_AUDIT_READ;
+use crate::AppState;
+use crate::error::ApiError;
+use crate::limits::JsonBody;
+use crate::runs::{RunError, Runs};
+
+/// Scope for starting and resuming runs.
+pub const SCOPE_RUNS_START: &str = "runs:start";
+/// Scope for reading runs, their events and the decision log.
+pub const SCOPE_RUNS_READ: &str = "runs:read";
+/// Decisions per page when none is asked for.
+const DEFAULT_LIMIT: u32 = 100;
+/// Largest page.
+const MAX_LIMIT: u32 = 1000;
+
+/// A pipeline the server can run.
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Pipeline {
+    /// Seed 001's analysis: four analysts, evaluators, scoring and a confidence loop.
+    Analysis,
+}
+
+/// Input of the `analysis` pipeline.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnalysisInput {
+    /// What is analysed.
+    #[schema(min_length = 1)]
+    pub entity: String,
+    /// Data about it; its `signals` list (else its keys) is what the analysts see.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub data: Map<String, Value>,
+}
+
+/// Body of `POST /v1/runs`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StartBody {
+    /// Which pipeline.
+    pub pipeline: Pipeline,
+    /// Its input.
+    pub input: AnalysisInput,
+}
+
+/// Body of `POST /v1/runs/{id}/resume`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResumeBody {
+    /// A pending interrupt of the run (`GET /v1/runs/{id}` lists them).
+    pub interrupt_id: String,
+    /// The answer (any JSON value; null when absent).
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub value: Value,
+}
+
+/// A run accepted (202).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RunAccepted {
+    /// The run id.
+    pub run_id: String,
+    /// Always `running`.
+    pub status: String,
+}
+
+/// Where a run stands.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RunStatus {
+    /// The run id.
+    pub run_id: String,
+    /// The pipeline (empty before the first checkpoint).
+    pub pipeline: String,
+    /// `running`, `interrupted`, `done`, `failed` or `cancelled`.
+    pub status: String,
+    /// The super-step of the latest checkpoint.
+    pub steps: u64,
+    /// Pending interrupts `{id, task_id, node, payload}`.
+    #[schema(value_type = Vec<Object>)]
+    pub interrupts: Value,
+    /// The state at the latest checkpoint (the `analysis` pipeline's `report` once done).
+    #[schema(value_type = Object)]
+    pub state: Value,
+    /// Why it stopped (`{code, message}`), else null.
+    #[schema(value_type = Option<Object>, required = true)]
+    pub error: Option<Value>,
+}
+
+/// One Server-Sent Event of `GET /v1/runs/{id}/events`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RunEventFrame {
+    /// The event's name (`run_started`, `node_enter`, … `finished`).
+    pub event: String,
+    /// The event as JSON text (its `event` field repeats the name).
+    pub data: String,
+}
+
+/// `GET /v1/decisions`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DecisionList {
+    /// The caller's tenant's most recent DecisionRecords.
+    #[schema(value_type = Vec<Object>)]
+    pub decisions: Vec<Value>,
+}
+
+/// Query of `GET /v1/decisions`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionsQuery {
+    /// How many, 1 to 1000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
+    pub limit: Option<u32>,
+}
+
+fn runs(state: &AppState) -> Result<&Arc<Runs>, ApiError> {
+    state.runs.as_ref().ok_or_else(|| ApiError::not_found("runs are not enabled on this server"))
+}
+
+fn run_error(e: RunError) -> ApiError {
+    match e {
+        RunError::NotFound(message) => ApiError::not_found(message),
+        RunError::Refused(r) if r.code == Code::BadRequest => ApiError::bad_request(r.message),
+        RunError::Refused(r) => ApiError::new(StatusCode::CONFLICT, r.code, r.message),
+        RunError::Internal(cause) => ApiError::internal(&cause),
+    }
+}
+
+/// A run id is a UUID; anything else is unknown.
+fn run_id(id: &str) -> Result<&str, ApiError> {
+    uuid::Uuid::parse_str(id).map(|_| id).map_err(|_| ApiError::not_found(format!("no run `{id}`")))
+}
+
+/// Starts a pipeline run in the background.
+#[utoipa::path(
+    post, path = "/v1/runs", tag = "runs",
+    request_body = StartBody,
+    security(("bearer" = [])),
+    responses(
+        (status = 202, description = "started; follow `GET /v1/runs/{run_id}` or its `/events`", body = RunAccepted),
+        (status = 403, description = "needs `runs:start` (`forbidden`)", body = crate::openapi::ErrorBody),
+        (status = 404, description = "runs are not enabled on this server (`not_found`)", body = crate::openapi::ErrorBody),
+    )
+)]
+pub async fn start(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<StartBody>,
+) -> Result<(StatusCode, Json<RunAccepted>), ApiError> {
+    caller.require_any(&[SCOPE_RUNS_START])?;
+    let runs = runs(&state)?;
+    let Pipeline::Analysis = body.pipeline;
+    if body.input.entity.is_empty() {
+        return Err(ApiError::bad_request("`input.entity` must not be empty"));
+    }
+    let input = json!({"entity": body.input.entity, "data": body.input.data});
+    let run_id = runs.start(&caller.0.tenant, "analysis", input).map_err(run_error)?;
+    Ok((StatusCode::ACCEPTED, Json(RunAccepted { run_id, status: "running".into() })))
+}
+
+/// Where one of the caller's runs stands: status, steps, pending interrupts and state.
+#[utoipa::path(
+    get, path = "/v1/runs/{id}", tag = "runs",
+    params(("id" = String, Path, description = "run id")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "the run, from its latest checkpoint", body = RunStatus),
+        (status = 403, description = "needs `runs:read` or `runs:start` (`forbidden`)", body = crate::openapi::ErrorBody),
+        (status = 404, description = "no such run in the caller's tenant (`not_found`)", body = crate::openapi::ErrorBody),
+    )
+)]
+pub async fn show(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<RunStatus>, ApiError> {
+    caller.require_any(&[SCOPE_RUNS_READ, SCOPE_RUNS_START])?;
+    let view = runs(&state)?.view(&caller.0.tenant, run_id(&id)?).await.map_err(run_error)?;
+    Ok(Json(RunStatus {
+        run_id: view.run_id,
+        pipeline: view.pipeline,
+        status: view.status.as_str().to_owned(),
+        steps: view.steps,
+        interrupts: view.interrupts,
+        state: view.state,
+        error: view.error,
+    }))
+}
+
+/// The run's events as Server-Sent Events (`event:` is the event's `event` field, `data:` the
+/// event as JSON), ending with `finished`; a finished run gives its outcome as one `finished`.
+#[utoipa::path(
+    get, path = "/v1/runs/{id}/events", tag = "runs",
+    params(("id" = String, Path, description = "run id")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "`text/event-stream` of the run's events", body = RunEventFrame, content_type = "text/event-stream"),
+        (status = 403, description = "needs `runs:read` or `runs:start` (`forbidden`)", body = crate::openapi::ErrorBody),
+        (status = 404, description = "no such run in the caller's tenant (`not_found`)", body = crate::openapi::ErrorBody),
+    )
+)]
+pub async fn events(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+    caller.require_any(&[SCOPE_RUNS_READ, SCOPE_RUNS_START])?;
+    let rx = runs(&state)?.subscribe(&caller.0.tenant, run_id(&id)?).await.map_err(run_error)?;
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        let event = rx.recv().await?;
+        let name = event.get("event").and_then(Value::as_str).unwrap_or("event").to_owned();
+        Some((Ok(SseEvent::default().event(name).data(event.to_string())), rx))
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+/// Answers a pending interrupt of the caller's run; the rest runs in the background.
+#[utoipa::path(
+    post, path = "/v1/runs/{id}/resume", tag = "runs",
+    params(("id" = String, Path, description = "run id")),
+    request_body = ResumeBody,
+    security(("bearer" = [])),
+    responses(
+        (status = 202, description = "resumed", body = RunAccepted),
+        (status = 403, description = "needs `runs:start` (`forbidden`)", body = crate::openapi::ErrorBody),
+        (status = 404, description = "no such run in the caller's tenant (`not_found`)", body = crate::openapi::ErrorBody),
+        (status = 409, description = "not waiting for that answer (`unknown_interrupt`, `stale_checkpoint`)", body = crate::openapi::ErrorBody),
+    )
+)]
+pub async fn resume(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<ResumeBody>,
+) -> Result<(StatusCode, Json<RunAccepted>), ApiError> {
+    caller.require_any(&[SCOPE_RUNS_START])?;
+    let runs = runs(&state)?;
+    let id = run_id(&id)?;
+    runs.resume(&caller.0.tenant, id, &body.interrupt_id, body.value).await.map_err(run_error)?;
+    Ok((StatusCode::ACCEPTED, Json(RunAccepted { run_id: id.to_owned(), status: "running".into() })))
+}
+
+/// The caller's tenant's most recent decision records (one per analyst call), newest first.
+#[utoipa::path(
+    get, path = "/v1/decisions", tag = "runs",
+    params(DecisionsQuery),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "`{\"decisions\": [DecisionRecord]}`", body = DecisionList),
+        (status = 400, description = "bad query (`bad_request`)", body = crate::openapi::ErrorBody),
+        (status = 403, description = "needs `runs:read` or `audit:read` (`forbidden`)", body = crate::openapi::ErrorBody),
+    )
+)]
+pub async fn decisions(
+    State(state): State<AppState>,
+    caller: Caller,
+    query: Result<Query<DecisionsQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<DecisionList>, ApiError> {
+    caller.require_any(&[SCOPE_RUNS_READ, SCOPE_AUDIT_READ])?;
+    let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let limit = query.limit.unwrap_or(DEFAULT_LIMIT);
+    if !(1..=MAX_LIMIT).contains(&limit) {
+        return Err(ApiError::bad_request(format!("`limit` must be between 1 and {MAX_LIMIT}")));
+    }
+    let records =
+        state.gate.stores().decisions.recent(&caller.0.tenant, limit).await.map_err(|e| ApiError::internal(&e))?;
+    let decisions =
+        records.iter().map(serde_json::to_value).collect::<Result<_, _>>().map_err(|e| ApiError::internal(&e))?;
+    Ok(Json(DecisionList { decisions }))
+}
