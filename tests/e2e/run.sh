@@ -25,5 +25,8 @@ binary="$(cd "$target/debug" && pwd)/bridle"
 echo "== e2e: MCP (Python mcp SDK, stdio and Streamable HTTP)"
 "$venv/bin/python" tests/e2e/mcp/test_mcp.py "$binary"
 
+echo "== e2e: MCP gateway (an upstream written with the Python mcp SDK behind bridle mcp --stdio)"
+"$venv/bin/python" tests/e2e/mcp/test_gateway.py "$binary"
+
 echo "== e2e: HTTP API (schemathesis against /openapi.json)"
 bash tests/e2e/api/schemathesis.sh "$binary" "$venv/bin/st"

@@ -216,6 +216,33 @@ pub fn bind(
     }
 }
 
+/// One field a plan changes: its value in the current state and the value the plan proposes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FieldChange {
+    /// Key shared by the plan's arguments and the current state.
+    pub field: String,
+    /// Value in the current state.
+    pub current: serde_json::Value,
+    /// Value in the plan.
+    pub proposed: serde_json::Value,
+}
+
+/// The plan's diff against the current state: one entry for each argument that names a
+/// top-level field of `current` (same key), in argument-name order, equal values included
+/// (`resource_version` is shown as is). Fields the plan does not touch are omitted; a
+/// non-object on either side gives no entries.
+pub fn diff(plan_args: &serde_json::Value, current: &serde_json::Value) -> Vec<FieldChange> {
+    let (Some(args), Some(state)) = (plan_args.as_object(), current.as_object()) else { return Vec::new() };
+    let mut changes: Vec<FieldChange> = args
+        .iter()
+        .filter_map(|(k, proposed)| {
+            state.get(k).map(|cur| FieldChange { field: k.clone(), current: cur.clone(), proposed: proposed.clone() })
+        })
+        .collect();
+    changes.sort_by(|a, b| a.field.cmp(&b.field));
+    changes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -250,6 +277,29 @@ mod tests {
         let late = check_grant(&r, &ok, None, T0 + time::Duration::hours(1)).err().map(|e| e.code);
         assert_eq!(late, Some(Code::ApprovalExpired));
         Ok(())
+    }
+
+    #[test]
+    fn diff_shows_only_fields_the_plan_names() {
+        let args = json!({"service": "checkout", "replicas": 3, "resource_version": 7});
+        let state = json!({"replicas": 2, "resource_version": 7, "cpu": 0.4});
+        let d = diff(&args, &state);
+        let shown: Vec<_> = d.iter().map(|c| (c.field.as_str(), &c.current, &c.proposed)).collect();
+        assert_eq!(shown, [("replicas", &json!(2), &json!(3)), ("resource_version", &json!(7), &json!(7))]);
+        assert_eq!(
+            d.first().and_then(|c| serde_json::to_value(c).ok()),
+            Some(json!({"field": "replicas", "current": 2, "proposed": 3}))
+        );
+        assert!(diff(&args, &json!([1, 2])).is_empty());
+        assert!(diff(&json!(null), &state).is_empty());
+        assert!(diff(&json!({"other": 1}), &state).is_empty());
+        // Non-numeric and nested values are shown as they are.
+        let d = diff(&json!({"mode": "fast", "tags": ["a"]}), &json!({"mode": "slow", "tags": null}));
+        assert_eq!(d.len(), 2);
+        assert_eq!(
+            d.first(),
+            Some(&FieldChange { field: "mode".into(), current: json!("slow"), proposed: json!("fast") })
+        );
     }
 
     #[test]

@@ -21,7 +21,8 @@ use crate::policy::PolicyEngine;
 use crate::principal::Principal;
 
 pub use adapters::{
-    AdapterSettings, CommandAdapterSettings, HttpAdapterSettings, RequestBody, ToolRoute, placeholders,
+    AdapterSettings, CommandAdapterSettings, HttpAdapterSettings, McpAdapterSettings, McpUpstream, RequestBody,
+    ToolRoute, placeholders,
 };
 pub use runtime::{LlmSettings, RuntimeSettings};
 pub use server::ServerSettings;

@@ -1,13 +1,15 @@
 //! Adapters: how the gate reaches the systems tools act on.
 //!
 //! Each adapter implements the core `Adapter` port with separate read and change entry points
-//! and an outcome query for jobs left `unknown`. Tools configured with `adapter = "http:…"` or
-//! `"command:…"` go to [`HttpAdapter`] / [`CommandAdapter`] through [`ConfiguredAdapter`].
+//! and an outcome query for jobs left `unknown`. Tools configured with `adapter = "http:…"`,
+//! `"command:…"` or `"mcp:…"` go to [`HttpAdapter`] / [`CommandAdapter`] / [`McpAdapter`] through
+//! [`ConfiguredAdapter`].
 
 pub mod builtin;
 pub mod command;
 pub mod configured;
 pub mod http;
+pub mod mcp;
 pub mod memory;
 pub mod router;
 
@@ -19,6 +21,7 @@ pub use builtin::BuiltinAdapter;
 pub use command::CommandAdapter;
 pub use configured::ConfiguredAdapter;
 pub use http::HttpAdapter;
+pub use mcp::McpAdapter;
 pub use memory::{Fault, MemoryAdapter};
 pub use router::RouterAdapter;
 

@@ -6,13 +6,14 @@
 
 use bridle_core::approval::{self, ApprovalRequest, ApprovalStatus, Grant, SCOPE_SIGN_OFF};
 use bridle_core::audit::{AuditRecord, Decision, EventKind, Timings};
-use bridle_core::contract::ApprovalLevel;
+use bridle_core::contract::{ApprovalLevel, Mode};
 use bridle_core::plan::Plan;
 use bridle_core::ports::StoreError;
 use bridle_core::{Code, Principal, Rejection, RunContext};
 use serde_json::Value;
 use time::OffsetDateTime;
 
+use crate::gate::state_rules::{ReadFailure, read_state};
 use crate::gate::{Gate, GateError};
 
 /// Most times a grant is retried after losing an optimistic race.
@@ -154,6 +155,33 @@ impl Gate {
             .await?;
         metrics::counter!("bridle_approvals_rejected_total").increment(1);
         Ok(updated)
+    }
+
+    /// The current state of the resource the request's plan acts on, to show the plan's diff
+    /// against it ([`approval::diff`]). Read as step 6 reads it: with the read tool named by the
+    /// tool's `max_delta.read_tool`, under that read tool's own executor identity (never the
+    /// approver's), in the request's tenant; nothing that changes state is executed.
+    /// `Ok(None)`: nothing to compare with (the tool names no resource or no read tool).
+    /// `Err(reason)`: the read failed (unregistered read tool, adapter down, timeout); the
+    /// request itself is still shown.
+    pub async fn current_state(&self, request: &ApprovalRequest) -> Result<Option<Value>, String> {
+        let Some(tool) = self.config.registry.get(&request.plan.tool) else { return Ok(None) };
+        if tool.resource.is_none() {
+            return Ok(None);
+        }
+        let Some(read_tool) = tool.params.values().find_map(|r| r.max_delta.as_ref()).map(|d| &d.read_tool) else {
+            return Ok(None);
+        };
+        let reader =
+            self.config.registry.get(read_tool).ok_or_else(|| format!("read tool `{read_tool}` is not registered"))?;
+        if reader.mode != Mode::Read {
+            return Err(format!("`{read_tool}` is not a read tool"));
+        }
+        match read_state(self, &request.tenant, reader, &request.plan.arguments).await {
+            Ok(state) => Ok(Some(state)),
+            Err(ReadFailure::Adapter(e)) => Err(format!("cannot read the current state: {e}")),
+            Err(ReadFailure::Timeout) => Err("reading the current state timed out".to_owned()),
+        }
     }
 
     /// Pending requests of the caller's tenant.

@@ -9,7 +9,7 @@ mod binding;
 mod execute;
 pub(crate) mod output;
 mod run_state;
-mod state_rules;
+pub(crate) mod state_rules;
 mod trace;
 
 use std::sync::Arc;

@@ -16,6 +16,7 @@ mod suite {
     mod idempotency;
     mod laws;
     mod llm;
+    mod mcp_gateway;
     mod race;
     mod runtime;
     mod store_contract;

@@ -61,6 +61,37 @@ pub struct ApprovalAnswer {
     pub approval: serde_json::Value,
 }
 
+/// `GET /v1/approvals/{id}`: one approval request with its plan's diff against the current
+/// state of the resource it acts on (read with the tool's `max_delta` read tool under that read
+/// tool's own identity, never the caller's).
+#[derive(Debug, ToSchema)]
+pub struct ApprovalShown {
+    /// The ApprovalRequest (`id`, `plan`, `plan_hash`, `level`, `status`, `grants`, expiry …).
+    #[schema(value_type = Object)]
+    pub approval: serde_json::Value,
+    /// The read tool's result; null when the tool names no resource or read tool, or the read
+    /// failed (then `diff_error` says why).
+    #[schema(required = true)]
+    pub current: Option<serde_json::Value>,
+    /// One entry per plan argument naming a field of `current` (same key), in field order;
+    /// empty without `current`.
+    pub diff: Vec<FieldChange>,
+    /// Why `current` could not be read (adapter down, timeout …); absent otherwise.
+    #[schema(nullable = false)]
+    pub diff_error: Option<String>,
+}
+
+/// One field of a plan's diff.
+#[derive(Debug, ToSchema)]
+pub struct FieldChange {
+    /// Key shared by the plan's arguments and the current state.
+    pub field: String,
+    /// Value in the current state (any JSON).
+    pub current: serde_json::Value,
+    /// Value the plan proposes (any JSON).
+    pub proposed: serde_json::Value,
+}
+
 /// `GET /v1/audit`: one page.
 #[derive(Debug, ToSchema)]
 pub struct AuditPage {
@@ -205,7 +236,7 @@ impl Modify for CallBodyChoice {
         api::runs::decisions,
         crate::observe::render,
     ),
-    components(schemas(ErrorBody, ErrorDetail, Health, ToolList, ApprovalList, ApprovalAnswer, AuditPage, ScanAnswer, api::calls::CallBody, api::approvals::RejectBody,
+    components(schemas(ErrorBody, ErrorDetail, Health, ToolList, ApprovalList, ApprovalAnswer, ApprovalShown, FieldChange, AuditPage, ScanAnswer, api::calls::CallBody, api::approvals::RejectBody,
         api::guard::ScanBody, api::guard::ScanChannel, api::check::CheckBody,
         api::runs::StartBody, api::runs::Pipeline, api::runs::AnalysisInput, api::runs::ResumeBody, api::runs::RunAccepted,
         api::runs::RunStatus, api::runs::RunEventFrame, api::runs::DecisionList)),

@@ -17,6 +17,12 @@
 //! timeout_ms = 5000
 //! max_output_bytes = 65536
 //!
+//! [adapters.mcp.upstream]                  # an upstream MCP server (the gateway)
+//! command = ["/usr/bin/python3", "server.py"]  # stdio: argv only, cleared env + env_allow
+//! # url = "https://mcp.internal/mcp"        # or Streamable HTTP, with Bridle's own credential:
+//! # credential_env = "UPSTREAM_TOKEN"       # (or credential_file) sent as `Bearer`
+//! timeout_ms = 5000
+//!
 //! [tools.get_service]
 //! adapter = "http:checkout-api"
 //! request = { method = "GET", path = "/services/{service}" }   # body: "arguments" | "none"
@@ -24,6 +30,11 @@
 //!
 //! A `{param}` placeholder must name a parameter of the tool's input schema (`{job_id}` in
 //! `status_path`). In `argv` a placeholder is a whole element, never part of one.
+//!
+//! A tool with `adapter = "mcp:NAME"` calls the upstream tool `upstream_tool` (default: its own
+//! name). Its contract is Bridle's like any other (mode, scope, risk, approval, executor and a
+//! closed `input_schema` in the config); the adapter checks at its first connection that the
+//! upstream offers the tool and that the contract's properties are the upstream's.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -50,6 +61,20 @@ pub(super) struct RawAdapters {
     http: BTreeMap<String, RawHttp>,
     #[serde(default)]
     command: BTreeMap<String, RawCommand>,
+    #[serde(default)]
+    mcp: BTreeMap<String, RawMcp>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMcp {
+    command: Option<Vec<String>>,
+    url: Option<String>,
+    #[serde(default)]
+    env_allow: Vec<String>,
+    credential_env: Option<String>,
+    credential_file: Option<String>,
+    timeout_ms: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -109,6 +134,36 @@ pub struct CommandAdapterSettings {
     pub max_output_bytes: usize,
 }
 
+/// How Bridle reaches an upstream MCP server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum McpUpstream {
+    /// A child process speaking MCP on stdio (argv only; cleared env + `env_allow`).
+    Stdio {
+        /// Program (absolute path) and arguments.
+        argv: Vec<String>,
+        /// Environment variables passed through.
+        env_allow: Vec<String>,
+    },
+    /// Streamable HTTP.
+    Http {
+        /// The endpoint URL.
+        url: String,
+        /// Environment variable holding Bridle's own bearer credential for the upstream.
+        credential_env: Option<String>,
+        /// File holding it.
+        credential_file: Option<String>,
+    },
+}
+
+/// A configured upstream MCP server (the gateway).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpAdapterSettings {
+    /// Where it is.
+    pub upstream: McpUpstream,
+    /// Time allowed for one call (and for connecting).
+    pub timeout: Duration,
+}
+
 /// Whether a request carries the arguments as a JSON body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RequestBody {
@@ -137,6 +192,13 @@ pub enum ToolRoute {
         /// Adapter name.
         adapter: String,
     },
+    /// By the named upstream MCP server's tool.
+    Mcp {
+        /// Adapter name.
+        adapter: String,
+        /// The upstream tool's name.
+        upstream_tool: String,
+    },
 }
 
 /// Validated `[adapters]` and the tools routed to them.
@@ -146,6 +208,8 @@ pub struct AdapterSettings {
     pub http: BTreeMap<String, HttpAdapterSettings>,
     /// Command adapters by name.
     pub command: BTreeMap<String, CommandAdapterSettings>,
+    /// Upstream MCP servers by name.
+    pub mcp: BTreeMap<String, McpAdapterSettings>,
     /// Tool → how it runs; tools absent here run in process.
     pub routes: BTreeMap<String, ToolRoute>,
 }
@@ -286,8 +350,52 @@ pub(super) fn adapter_settings(
         };
         settings.command.insert(name.clone(), command);
     }
+    for (name, m) in &raw.mcp {
+        let at = format!("adapters.mcp.{name}");
+        let upstream = match (&m.command, &m.url) {
+            (Some(argv), None) => {
+                if argv.first().is_none_or(|p| !p.starts_with('/')) {
+                    errors.push(format!("{at}.command"), "must start with an absolute program path");
+                }
+                if m.credential_env.is_some() || m.credential_file.is_some() {
+                    errors.push(format!("{at}.credential_env"), "applies to `url` upstreams only");
+                }
+                McpUpstream::Stdio { argv: argv.clone(), env_allow: m.env_allow.clone() }
+            }
+            (None, Some(url)) => {
+                if !is_http_url(url) {
+                    errors.push(format!("{at}.url"), format!("`{url}` is not an http:// or https:// URL"));
+                }
+                if !m.env_allow.is_empty() {
+                    errors.push(format!("{at}.env_allow"), "applies to `command` upstreams only");
+                }
+                if m.credential_env.is_some() && m.credential_file.is_some() {
+                    errors.push(format!("{at}.credential_env"), "name `credential_env` or `credential_file`, not both");
+                }
+                McpUpstream::Http {
+                    url: url.clone(),
+                    credential_env: m.credential_env.clone(),
+                    credential_file: m.credential_file.clone(),
+                }
+            }
+            _ => {
+                errors.push(at.clone(), "needs exactly one of `command` (stdio) or `url` (Streamable HTTP)");
+                McpUpstream::Stdio { argv: Vec::new(), env_allow: Vec::new() }
+            }
+        };
+        for var in m.env_allow.iter().chain(&m.credential_env) {
+            if !is_env_name(var) {
+                errors.push(at.clone(), format!("`{var}` is not an environment variable name"));
+            }
+        }
+        let timeout = timeout(&at, m.timeout_ms, errors);
+        settings.mcp.insert(name.clone(), McpAdapterSettings { upstream, timeout });
+    }
     for (tool, t) in tools {
         let at = format!("tools.{tool}");
+        if t.upstream_tool.is_some() && !t.adapter.as_deref().is_some_and(|a| a.starts_with("mcp:")) {
+            errors.push(format!("{at}.upstream_tool"), "needs `adapter = \"mcp:NAME\"`");
+        }
         let params = schema_params(registry, tool);
         let Some(reference) = &t.adapter else {
             if t.request.is_some() {
@@ -342,9 +450,21 @@ pub(super) fn adapter_settings(
                 }
                 settings.routes.insert(tool.clone(), ToolRoute::Command { adapter: name.to_owned() });
             }
+            Some(("mcp", name)) if raw.mcp.contains_key(name) => {
+                if t.request.is_some() {
+                    errors.push(format!("{at}.request"), "applies to HTTP tools only");
+                }
+                let upstream_tool = t.upstream_tool.clone().unwrap_or_else(|| tool.clone());
+                if upstream_tool.is_empty() {
+                    errors.push(format!("{at}.upstream_tool"), "must not be empty");
+                }
+                settings.routes.insert(tool.clone(), ToolRoute::Mcp { adapter: name.to_owned(), upstream_tool });
+            }
             _ => errors.push(
                 format!("{at}.adapter"),
-                format!("no adapter `{reference}` (write `http:NAME` or `command:NAME` of a configured adapter)"),
+                format!(
+                    "no adapter `{reference}` (write `http:NAME`, `command:NAME` or `mcp:NAME` of a configured adapter)"
+                ),
             ),
         }
     }

@@ -98,12 +98,15 @@ pub(super) struct RawTool {
     pub params: BTreeMap<String, ParamRule>,
     #[serde(default)]
     pub untrusted_output: bool,
-    /// `http:NAME` or `command:NAME`; absent: in process.
+    /// `http:NAME`, `command:NAME` or `mcp:NAME`; absent: in process.
     #[serde(default)]
     pub adapter: Option<String>,
     /// The HTTP request template of an `http:` tool.
     #[serde(default)]
     pub request: Option<super::adapters::RawRequest>,
+    /// The upstream tool of an `mcp:` tool (default: the tool's own name).
+    #[serde(default)]
+    pub upstream_tool: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -9,13 +9,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use bridle_core::config::{Config, Executor, ToolRoute};
+use bridle_core::config::{Config, Executor, McpUpstream, ToolRoute};
 use bridle_core::job::Job;
 use bridle_core::ports::{Adapter, AdapterCall, AdapterError, Outcome};
 use serde_json::Value;
 
 use super::command::CommandAdapter;
 use super::http::{HttpAdapter, HttpTool};
+use super::mcp::{McpAdapter, McpTool};
 
 /// Routes configured tools to their adapters and the rest to a fallback.
 pub struct ConfiguredAdapter {
@@ -45,6 +46,7 @@ impl ConfiguredAdapter {
         let mut http_tools: BTreeMap<&str, BTreeMap<String, HttpTool>> = BTreeMap::new();
         let mut command_tools: BTreeMap<&str, BTreeMap<String, _>> = BTreeMap::new();
         let mut credentials: BTreeMap<&str, BTreeMap<String, String>> = BTreeMap::new();
+        let mut mcp_tools: BTreeMap<&str, BTreeMap<String, McpTool>> = BTreeMap::new();
         for (tool, route) in &settings.routes {
             let Some(contract) = config.registry.get(tool) else { continue };
             match route {
@@ -66,6 +68,22 @@ impl ConfiguredAdapter {
                     if let Some(secret) = credential(executor)? {
                         credentials.entry(adapter).or_default().insert(executor.name.clone(), secret);
                     }
+                }
+                ToolRoute::Mcp { adapter, upstream_tool } => {
+                    let properties = contract
+                        .schema
+                        .source()
+                        .get("properties")
+                        .and_then(Value::as_object)
+                        .map(|p| p.keys().cloned().collect())
+                        .unwrap_or_default();
+                    let entry = McpTool {
+                        mode: contract.mode,
+                        executor: contract.executor.clone(),
+                        upstream_tool: upstream_tool.clone(),
+                        properties,
+                    };
+                    mcp_tools.entry(adapter).or_default().insert(tool.clone(), entry);
                 }
                 ToolRoute::Command { adapter } => {
                     command_tools
@@ -89,6 +107,30 @@ impl ConfiguredAdapter {
             let command = settings.command.get(name).ok_or_else(|| format!("no command adapter `{name}`"))?;
             let names: Vec<String> = tools.keys().cloned().collect();
             let adapter: Arc<dyn Adapter> = Arc::new(CommandAdapter::new(name, command.clone(), tools));
+            for tool in names {
+                routes.insert(tool, adapter.clone());
+            }
+        }
+        for (name, tools) in mcp_tools {
+            let mcp = settings.mcp.get(name).ok_or_else(|| format!("no MCP adapter `{name}`"))?;
+            // Bridle's own credential for the upstream, read once (fail closed).
+            let credential = match &mcp.upstream {
+                McpUpstream::Http { credential_env: Some(var), .. } => Some(
+                    std::env::var(var)
+                        .map_err(|_| format!("MCP adapter `{name}`: environment variable `{var}` is not set"))?
+                        .trim()
+                        .to_owned(),
+                ),
+                McpUpstream::Http { credential_file: Some(path), .. } => Some(
+                    std::fs::read_to_string(path)
+                        .map_err(|e| format!("MCP adapter `{name}`: cannot read credential file `{path}`: {e}"))?
+                        .trim()
+                        .to_owned(),
+                ),
+                _ => None,
+            };
+            let names: Vec<String> = tools.keys().cloned().collect();
+            let adapter: Arc<dyn Adapter> = Arc::new(McpAdapter::new(name, mcp.clone(), tools, credential));
             for tool in names {
                 routes.insert(tool, adapter.clone());
             }

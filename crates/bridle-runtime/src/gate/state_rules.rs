@@ -26,31 +26,17 @@ pub(super) async fn check(
             .registry
             .get(&delta.read_tool)
             .ok_or_else(|| unavailable(format!("read tool `{}` is not registered", delta.read_tool)))?;
-        // The read call takes the change call's values for the read tool's own parameters.
-        let props = reader.schema.source().get("properties").and_then(Value::as_object);
-        let read_args: Map<String, Value> = args
-            .as_object()
-            .map(|a| {
-                a.iter()
-                    .filter(|(k, _)| props.is_some_and(|p| p.contains_key(*k)))
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let call = AdapterCall {
-            tool: reader.name.clone(),
-            tenant: principal.tenant.clone(),
-            arguments: Value::Object(read_args),
-            identity: reader.executor.clone(),
-            job_id: None,
-        };
         let started = Instant::now();
-        let read = tokio::time::timeout(reader.timeout, gate.adapter.read(&call)).await;
+        let read = read_state(gate, &principal.tenant, reader, args).await;
         t.adapter_us += elapsed_us(started);
         let state = match read {
-            Ok(Ok(state)) => state,
-            Ok(Err(e)) => return Err(unavailable(format!("cannot read the current `{param}`: {e}")).into()),
-            Err(_) => return Err(unavailable(format!("reading the current `{param}` timed out")).into()),
+            Ok(state) => state,
+            Err(ReadFailure::Adapter(e)) => {
+                return Err(unavailable(format!("cannot read the current `{param}`: {e}")).into());
+            }
+            Err(ReadFailure::Timeout) => {
+                return Err(unavailable(format!("reading the current `{param}` timed out")).into());
+            }
         };
         let Some(current) = read_field(&state, &delta.field) else {
             return Err(unavailable(format!("the current state has no numeric `{}`", delta.field)).into());
@@ -65,4 +51,44 @@ pub(super) async fn check(
         }
     }
     Ok(())
+}
+
+/// Why a state read failed.
+pub(crate) enum ReadFailure {
+    /// The adapter answered with an error.
+    Adapter(bridle_core::ports::AdapterError),
+    /// No answer within the read tool's timeout.
+    Timeout,
+}
+
+/// Reads the current state with read tool `reader` under its own executor identity, in
+/// `tenant`. The read call takes the change call's values for the read tool's own parameters.
+pub(crate) async fn read_state(
+    gate: &Gate,
+    tenant: &str,
+    reader: &ToolContract,
+    args: &Value,
+) -> Result<Value, ReadFailure> {
+    let props = reader.schema.source().get("properties").and_then(Value::as_object);
+    let read_args: Map<String, Value> = args
+        .as_object()
+        .map(|a| {
+            a.iter()
+                .filter(|(k, _)| props.is_some_and(|p| p.contains_key(*k)))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let call = AdapterCall {
+        tool: reader.name.clone(),
+        tenant: tenant.to_owned(),
+        arguments: Value::Object(read_args),
+        identity: reader.executor.clone(),
+        job_id: None,
+    };
+    match tokio::time::timeout(reader.timeout, gate.adapter.read(&call)).await {
+        Ok(Ok(state)) => Ok(state),
+        Ok(Err(e)) => Err(ReadFailure::Adapter(e)),
+        Err(_) => Err(ReadFailure::Timeout),
+    }
 }

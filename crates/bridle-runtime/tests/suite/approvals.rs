@@ -213,3 +213,40 @@ async fn dry_run_decides_without_consuming_creating_or_executing() {
     call.dry_run = false;
     assert_eq!(h.gate.call(&me, &r, &call).await.unwrap().code(), None);
 }
+
+#[tokio::test]
+async fn an_approval_reads_the_current_state_with_the_read_tools_identity() {
+    let h = H::checkout();
+    h.requested("a-diff", "requester-1", "scale_replicas", &change(3), &run(), ApprovalLevel::Approval).await;
+    let request = h.gate.stores().approvals.get_request("tenant-a", "a-diff").await.unwrap().unwrap();
+    let current = h.gate.current_state(&request).await.unwrap().unwrap();
+    assert_eq!(current["replicas"], 2, "{current}");
+    let diff = bridle_core::approval::diff(&request.plan.arguments, &current);
+    let fields: Vec<_> = diff.iter().map(|c| (c.field.as_str(), c.current.clone(), c.proposed.clone())).collect();
+    assert_eq!(fields, [("replicas", json!(2), json!(3)), ("resource_version", json!(7), json!(7))]);
+    assert_eq!(h.adapter.snapshot("tenant-a", "checkout").unwrap()["replicas"], 2, "nothing was changed");
+    // A tool without a state rule has nothing to compare with.
+    let args = json!({"service": "checkout"});
+    h.requested("a-read", "requester-1", "get_service_snapshot", &args, &run(), ApprovalLevel::Approval).await;
+    let read = h.gate.stores().approvals.get_request("tenant-a", "a-read").await.unwrap().unwrap();
+    assert_eq!(h.gate.current_state(&read).await, Ok(None));
+}
+
+#[tokio::test]
+async fn an_unreadable_state_is_a_reason_not_an_error() {
+    let h = H::fab();
+    let mut me = h.who("engineer");
+    me.services.insert("etch-02".into());
+    let args = json!({"equipment": "etch-02", "temp_celsius": 380});
+    let expires = h.clock_now() + time::Duration::minutes(10);
+    let draft = bridle_runtime::approvals::ApprovalDraft {
+        id: "a-down",
+        tool: "set_temperature",
+        arguments: &args,
+        level: ApprovalLevel::Approval,
+        expires_at: expires,
+    };
+    let request = h.gate.request_approval(&me, &run(), &draft).await.unwrap();
+    let reason = h.gate.current_state(&request).await.unwrap_err();
+    assert!(reason.contains("cannot read the current state"), "{reason}");
+}

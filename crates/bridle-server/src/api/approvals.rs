@@ -5,7 +5,7 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
-use bridle_core::approval::{ApprovalRequest, SCOPE_GRANT, SCOPE_SIGN_OFF};
+use bridle_core::approval::{self, ApprovalRequest, SCOPE_GRANT, SCOPE_SIGN_OFF};
 use bridle_runtime::approvals::ApprovalError;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -68,13 +68,15 @@ pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<
 }
 
 /// One request: its plan (tool, arguments, tenant, subject, incident, run id), plan hash, level,
-/// status, grants and expiry.
+/// status, grants and expiry, with the plan's diff against the current state of its resource.
+/// The state is read with the read tool's own identity (the caller needs no read scope); a
+/// failed read leaves `current` null and says why in `diff_error`, never hiding the request.
 #[utoipa::path(
     get, path = "/v1/approvals/{id}", tag = "approvals",
     params(("id" = String, Path, description = "approval id")),
     security(("bearer" = [])),
     responses(
-        (status = 200, description = "`{\"approval\": ApprovalRequest}` with its plan", body = crate::openapi::ApprovalAnswer),
+        (status = 200, description = "`{\"approval\": ApprovalRequest, \"current\": {…}|null, \"diff\": [{field, current, proposed}], \"diff_error\"?: \"…\"}`", body = crate::openapi::ApprovalShown),
         (status = 401, description = "no valid token (`unauthenticated`)", body = crate::openapi::ErrorBody),
         (status = 403, description = "needs `approval:grant` or `approval:sign_off` (`forbidden`)", body = crate::openapi::ErrorBody),
         (status = 404, description = "no such approval in the caller's tenant (`not_found`)", body = crate::openapi::ErrorBody),
@@ -86,7 +88,21 @@ pub async fn show(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     require_approver(&caller)?;
-    answer(&load(&state, &caller, &id).await?)
+    let request = load(&state, &caller, &id).await?;
+    let approval = serde_json::to_value(&request).map_err(|e| ApiError::internal(&e))?;
+    let (current, diff, diff_error) = match state.gate.current_state(&request).await {
+        Ok(None) => (Value::Null, Vec::new(), None),
+        Ok(Some(current)) => {
+            let diff = approval::diff(&request.plan.arguments, &current);
+            (current, diff, None)
+        }
+        Err(reason) => (Value::Null, Vec::new(), Some(reason)),
+    };
+    let mut body = json!({"approval": approval, "current": current, "diff": diff});
+    if let (Some(reason), Some(fields)) = (diff_error, body.as_object_mut()) {
+        fields.insert("diff_error".to_owned(), Value::String(reason));
+    }
+    Ok(Json(body))
 }
 
 /// Adds the caller's grant.

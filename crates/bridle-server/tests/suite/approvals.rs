@@ -58,6 +58,35 @@ async fn the_full_approval_loop_executes_exactly_once() {
 }
 
 #[tokio::test]
+async fn an_approval_shows_its_plans_diff_against_the_current_state() {
+    let app = app().await;
+    let id = requested(&app).await;
+    // operator-2 holds `approval:grant` only, no `service:read`: the state is read with the
+    // read tool's own identity, not the caller's.
+    let operator = token("operator-2");
+    let (status, shown) = get(&app, &format!("/v1/approvals/{id}"), Some(&operator)).await;
+    assert_eq!(status, StatusCode::OK, "{shown}");
+    assert_eq!(shown["approval"]["id"], id.as_str());
+    assert_eq!(shown["current"]["replicas"], 2, "{shown}");
+    assert_eq!(
+        shown["diff"],
+        json!([{"field": "replicas", "current": 2, "proposed": 3},
+               {"field": "resource_version", "current": 7, "proposed": 7}]),
+        "{shown}"
+    );
+    assert!(shown.get("diff_error").is_none(), "{shown}");
+    let bare = token_for("operator-5", "tenant-a", &[], &["approval:grant"]);
+    let (status, again) = get(&app, &format!("/v1/approvals/{id}"), Some(&bare)).await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!(again["diff"], shown["diff"]);
+    // Another tenant still gets 404 and nothing of the state.
+    let intruder = token_for("operator-9", "tenant-b", &["checkout"], &["approval:grant", "service:read"]);
+    let (status, body) = get(&app, &format!("/v1/approvals/{id}"), Some(&intruder)).await;
+    assert_eq!((status, code(&body)), (StatusCode::NOT_FOUND, "not_found"));
+    assert!(body.get("diff").is_none() && body.get("current").is_none(), "{body}");
+}
+
+#[tokio::test]
 async fn the_requester_cannot_approve_their_own_plan() {
     let app = app().await;
     let id = requested(&app).await;
