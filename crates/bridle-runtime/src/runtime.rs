@@ -7,7 +7,7 @@
 //! (`BRIDLE_STORE_URL`, `BRIDLE_LLM_URL`, `BRIDLE_LLM_API_KEY`), then what the caller sets on
 //! the builder (flags). Nothing here holds a rule of its own: it only wires the parts.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use bridle_core::config::{Config, LlmSettings};
 use bridle_core::guard::scanner::GuardScanner;
@@ -298,33 +298,27 @@ impl Runtime {
         config: RunConfig,
         input: Value,
         on_event: impl Fn(&Event) + Send + 'static,
-    ) -> Result<(), BuildError> {
-        self.spawn_stream(graph.stream(config, input), on_event)
+    ) {
+        self.spawn_stream(graph.stream(config, input), on_event);
     }
 
     /// Drains an already started run (a [`Graph::stream`] or [`Graph::resume`]) in the
     /// background; `shutdown` and `drain` wait for it. Events go to `on_event`.
-    pub fn spawn_stream(
-        &self,
-        mut stream: RunStream,
-        on_event: impl Fn(&Event) + Send + 'static,
-    ) -> Result<(), BuildError> {
-        let mut background = self.background.lock().map_err(|_| BuildError::Llm("runtime lock poisoned".into()))?;
-        background.spawn(async move {
+    pub fn spawn_stream(&self, mut stream: RunStream, on_event: impl Fn(&Event) + Send + 'static) {
+        // A poisoned lock only means another thread panicked while holding it; the set itself is
+        // intact, and losing track of a run would let `shutdown` return before it ends.
+        self.background.lock().unwrap_or_else(PoisonError::into_inner).spawn(async move {
             while let Some(event) = stream.next().await {
                 on_event(&event);
             }
         });
-        Ok(())
     }
 
     /// Waits for the background runs started so far (for a runtime shared behind an `Arc`,
     /// which cannot be `shutdown`).
     pub async fn drain(&self) {
-        let set = self.background.lock().map(|mut set| std::mem::take(&mut *set));
-        if let Ok(mut set) = set {
-            while set.join_next().await.is_some() {}
-        }
+        let mut set = std::mem::take(&mut *self.background.lock().unwrap_or_else(PoisonError::into_inner));
+        while set.join_next().await.is_some() {}
     }
 
     /// Runs a graph to its end or pause with this runtime's settings.
@@ -339,11 +333,8 @@ impl Runtime {
 
     /// Waits for background runs to finish, then closes the stores.
     pub async fn shutdown(self) {
-        let background =
-            self.background.into_inner().map(|mut set| async move { while set.join_next().await.is_some() {} });
-        if let Ok(drain) = background {
-            drain.await;
-        }
+        let mut set = self.background.into_inner().unwrap_or_else(PoisonError::into_inner);
+        while set.join_next().await.is_some() {}
         drop(self.gate);
         drop(self.stores);
     }

@@ -112,7 +112,7 @@ impl Runs {
         let thread = thread_id(tenant, &run_id);
         self.track(&thread)?;
         let stream = graph.stream(self.runtime.run_config(&thread), input);
-        self.runtime.spawn_stream(stream, self.feeder(thread)).map_err(|e| internal(&e))?;
+        self.runtime.spawn_stream(stream, self.feeder(thread));
         Ok(run_id)
     }
 
@@ -131,7 +131,8 @@ impl Runs {
         let graph = self.graph(pipeline, tenant)?;
         self.track(&thread)?;
         let stream = graph.resume(self.runtime.run_config(&thread), interrupt_id, value);
-        self.runtime.spawn_stream(stream, self.feeder(thread)).map_err(|e| internal(&e))
+        self.runtime.spawn_stream(stream, self.feeder(thread));
+        Ok(())
     }
 
     /// Where the caller's run stands.

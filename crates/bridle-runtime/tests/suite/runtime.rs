@@ -163,13 +163,11 @@ async fn shutdown_waits_for_background_runs() {
     let finished = Arc::new(AtomicUsize::new(0));
     for i in 0..3 {
         let f = finished.clone();
-        runtime
-            .spawn_run(&graph, runtime.run_config(&format!("bg-{i}")), Value::Null, move |e| {
-                if matches!(e, Event::Finished { .. }) {
-                    f.fetch_add(1, Ordering::SeqCst);
-                }
-            })
-            .unwrap();
+        runtime.spawn_run(&graph, runtime.run_config(&format!("bg-{i}")), Value::Null, move |e| {
+            if matches!(e, Event::Finished { .. }) {
+                f.fetch_add(1, Ordering::SeqCst);
+            }
+        });
     }
     runtime.shutdown().await;
     assert_eq!(finished.load(Ordering::SeqCst), 3);
