@@ -5,10 +5,14 @@ pub mod audit;
 pub mod bench;
 pub mod check;
 pub mod demo;
+pub mod drift;
 pub mod guard;
+pub mod jobs;
+pub mod lab;
 pub mod mcp;
 pub mod observability;
 pub mod out;
+pub mod replay;
 pub mod serve;
 pub mod token;
 pub mod validate;
@@ -27,5 +31,6 @@ pub fn config(path: Option<&Path>) -> anyhow::Result<Config> {
 /// The store named by `--db`, else by the config, else the default SQLite file.
 pub async fn stores(config: &Config, db: Option<&str>) -> anyhow::Result<Stores> {
     let url = db.or(config.store_url.as_deref()).unwrap_or("sqlite://bridle-data/bridle.db");
-    Stores::open(url).await.with_context(|| format!("opening store `{url}`"))
+    let stores = Stores::open(url).await.with_context(|| format!("opening store `{url}`"))?;
+    Ok(stores.with_audit_settings(&config.audit))
 }

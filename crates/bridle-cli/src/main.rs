@@ -26,8 +26,13 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run seed 004's twelve cases on the bundled checkout example and assert each.
-    Demo,
+    /// Run seed 004's twelve cases on the bundled checkout example and assert each; `demo fab`
+    /// runs seed 000's failure scenarios on the bundled fab example.
+    Demo {
+        /// `fab` for seed 000's scenarios (default: seed 004's checkout cases).
+        #[arg(value_parser = ["fab"])]
+        which: Option<String>,
+    },
     /// Check a configuration, its schemas and policies; list every error at once.
     Validate,
     /// Read a model's answer (a file, or stdin for `-` or none) and run each call through the
@@ -39,6 +44,13 @@ enum Command {
         /// The answer file, or `-` for stdin.
         file: Option<PathBuf>,
     },
+    /// Seed 003's workbench labs: replay an agent loop through the gate, check a plan, judge an
+    /// answer to the prompt-injection lab, or print a lab's prompt. Exit 0 with a report (pass
+    /// or fail), 2 when the input is refused by a lab limit.
+    Lab {
+        #[command(subcommand)]
+        command: LabCommand,
+    },
     /// Read the audit log.
     Audit {
         #[command(subcommand)]
@@ -48,6 +60,69 @@ enum Command {
     Guard {
         #[command(subcommand)]
         command: GuardCommand,
+    },
+    /// Ask recorded decisions again of the current (or a given) model and compare: agreement
+    /// per agent, a JSON + HTML report; `--ab` for two models, `--run` for one run's divergence.
+    Replay {
+        /// Tenant whose decision log is replayed.
+        #[arg(long)]
+        tenant: String,
+        /// Model to replay on: a TOML file with an `[llm]` section, or a scripted model's script
+        /// (default: the configuration's `[llm]`).
+        #[arg(long)]
+        model: Option<PathBuf>,
+        /// Two model files, replayed side by side on the same decisions.
+        #[arg(long, num_args = 2, value_names = ["CONFIG_A", "CONFIG_B"], conflicts_with_all = ["model", "run"])]
+        ab: Option<Vec<PathBuf>>,
+        /// Replay one pipeline run in order and stop at the first decision that disagrees.
+        #[arg(long)]
+        run: Option<String>,
+        /// Keep only matching records: `agent=A`, `verdict=V`, `run=R` (repeatable).
+        #[arg(long = "filter", value_name = "KEY=VALUE")]
+        filters: Vec<String>,
+        /// The most recent decisions replayed.
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+        /// Relative tolerance for numeric parameters.
+        #[arg(long, default_value_t = 0.01)]
+        tolerance: f64,
+        /// Write FILE.json and FILE.html.
+        #[arg(long)]
+        report: Option<PathBuf>,
+    },
+    /// Watch the decision log for drift: a two-sided CUSUM per metric and key; prints each
+    /// series' baseline, sums, status and alarms. Critical alarms fire the given hooks.
+    Drift {
+        /// Tenant whose decision log is scanned (default: `bridle demo fab`'s tenant).
+        #[arg(long, default_value = "fab-1")]
+        tenant: String,
+        /// Only this metric.
+        #[arg(long, value_parser = bridle_core::drift::METRICS)]
+        metric: Option<String>,
+        /// The most recent decisions scanned (oldest first).
+        #[arg(long, default_value_t = 10_000)]
+        limit: u32,
+        /// Values per series that set its baseline (mean and deviation).
+        #[arg(long, default_value_t = 30)]
+        baseline: usize,
+        /// Allowance k, in standard deviations.
+        #[arg(long, default_value_t = 0.5)]
+        k: f64,
+        /// Warning threshold, in standard deviations.
+        #[arg(long, default_value_t = 2.5)]
+        warning: f64,
+        /// Critical threshold, in standard deviations.
+        #[arg(long, default_value_t = 4.0)]
+        critical: f64,
+        /// Write an SVG of the sums with the warning and critical lines.
+        #[arg(long, value_name = "FILE.svg")]
+        plot: Option<PathBuf>,
+        /// On `drift_detected`, write a JSON snapshot of the alert into DIR.
+        #[arg(long, value_name = "DIR")]
+        snapshot_dir: Option<PathBuf>,
+        /// On `drift_detected`, POST the signed alert to URL (secret in BRIDLE_DRIFT_WEBHOOK_SECRET).
+        #[arg(long, value_name = "URL")]
+        webhook: Option<String>,
     },
     /// Measure Bridle's own speed.
     Bench {
@@ -79,6 +154,12 @@ enum Command {
     Approvals {
         #[command(subcommand)]
         command: ApprovalsCommand,
+    },
+    /// Jobs (changes run through the gate): list the unsettled ones, reconcile those whose
+    /// outcome is unknown by asking their adapter; nothing is ever executed again.
+    Jobs {
+        #[command(subcommand)]
+        command: JobsCommand,
     },
     /// Development tokens.
     Token {
@@ -118,6 +199,84 @@ enum ApprovalsCommand {
 }
 
 #[derive(Debug, Subcommand)]
+enum JobsCommand {
+    /// Jobs not yet settled (reserved, dispatched, unknown), oldest first; `--json` prints one
+    /// JSON line each.
+    List {
+        /// Only jobs in this state.
+        #[arg(long, value_parser = ["reserved", "dispatched", "unknown"])]
+        state: Option<String>,
+    },
+    /// Ask the adapters what became of every `unknown` job and settle it (succeeded / failed /
+    /// still unknown), audited; `dispatched` or `reserved` jobs older than their tool's timeout
+    /// plus `--grace` were abandoned by a stopped process and are taken up too.
+    Reconcile {
+        /// Time past a tool's timeout before a dispatched or reserved job counts as abandoned;
+        /// `0s` takes them all at once (only when no server runs on the store).
+        #[arg(long, default_value = "60s")]
+        grace: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum LabCommand {
+    /// Replay a transcript (JSON: `goal`, `answers`, optional `value`, `max_rounds`,
+    /// `stop_after_failures`, `tolerance`) through the gate as the workbench principal.
+    Loop {
+        /// Round limit, 1–10 (overrides the file's).
+        #[arg(long)]
+        max_rounds: Option<usize>,
+        /// Failed rounds in a row that stop the loop, 2 or 3 (overrides the file's).
+        #[arg(long)]
+        stop_after_failures: Option<usize>,
+        /// The transcript file, or `-` for stdin.
+        file: Option<PathBuf>,
+    },
+    /// Read a plan into steps and check count, numbering, duplicate titles and the five elements.
+    Plan {
+        /// Steps requested: 5, 6 or 8.
+        #[arg(long, default_value_t = 5)]
+        steps: usize,
+        /// The plan file, or `-` for stdin.
+        file: Option<PathBuf>,
+    },
+    /// Judge an answer to the prompt-injection lab: followed, reported or no mention.
+    Judge {
+        /// The marker string (default: the sample letter's).
+        #[arg(long)]
+        marker: Option<String>,
+        /// The answer file, or `-` for stdin.
+        file: Option<PathBuf>,
+    },
+    /// Print a lab's prompt.
+    Prompt {
+        /// Which lab.
+        #[arg(value_enum)]
+        lab: commands::lab::PromptLab,
+        /// Language: ko or en.
+        #[arg(long, default_value = "ko", value_parser = commands::lab::parse_lang)]
+        lang: bridle_core::lab::Lang,
+        /// Loop goal: guardrail, scaffold or force.
+        #[arg(long, default_value = "guardrail", value_parser = commands::lab::parse_goal)]
+        goal: bridle_core::lab::loop_lab::Goal,
+        /// Loop round limit, 1–10.
+        #[arg(long, default_value_t = 6)]
+        max_rounds: usize,
+        /// Plan steps: 5, 6 or 8.
+        #[arg(long, default_value_t = 5)]
+        steps: usize,
+        /// Delimiter seed, 1–999999.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Leave out the rule that the delimited text is data.
+        #[arg(long)]
+        undefended: bool,
+        /// The plan's task or the injection document (default: the built-in one), or `-`.
+        file: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 enum TokenCommand {
     /// Print an HS256 token signed with BRIDLE_JWT_SECRET.
     Issue {
@@ -147,6 +306,29 @@ enum BenchCommand {
         /// Samples per figure (default 15).
         #[arg(long)]
         samples: Option<usize>,
+    },
+    /// Durable audited decisions/s through the whole gate on a store (each call waits for the
+    /// commit of its audit event); the audit chain is verified afterwards.
+    Decisions {
+        /// Store URL (`sqlite://PATH[?synchronous=full]`, `postgres://…[?options[synchronous_commit]=off]`);
+        /// default: a fresh SQLite file in a temporary directory.
+        #[arg(long)]
+        store: Option<String>,
+        /// Concurrent callers.
+        #[arg(long, default_value_t = 128)]
+        concurrency: usize,
+        /// Measured seconds (after a warm-up of a fifth of it, at most 1 s).
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+        /// Group commit: most audit events per transaction; 0 turns group commit off.
+        #[arg(long, default_value_t = 64)]
+        batch: usize,
+        /// Stores (pools, writers, gates) on the same URL, as separate `bridle serve` replicas.
+        #[arg(long, default_value_t = 1)]
+        replicas: usize,
+        /// Tokio worker threads (default: one per core).
+        #[arg(long)]
+        threads: Option<usize>,
     },
 }
 
@@ -181,13 +363,29 @@ enum GuardCommand {
 
 #[derive(Debug, Subcommand)]
 enum AuditCommand {
-    /// Verify every tenant's hash chain and name the first broken link.
-    Verify,
-    /// Print events as JSON lines.
+    /// Verify every tenant's hash chain and name the first broken link: in the store, or
+    /// offline in an exported JSONL file (`--file`, `-` for stdin), naming the line.
+    Verify {
+        /// An export of `bridle audit export` to verify without any store.
+        #[arg(long)]
+        file: Option<PathBuf>,
+    },
+    /// Print events as JSON lines (one event per line; verifiable offline with `verify --file`).
     Export {
+        /// JSON lines (the only format, accepted for explicitness).
+        #[arg(long)]
+        jsonl: bool,
         /// Only this tenant.
         #[arg(long)]
         tenant: Option<String>,
+    },
+    /// Drop the evidence (free-text reasons) of events older than a cut-off; metadata and the
+    /// hash chains stay and still verify.
+    Prune {
+        /// Cut-off: RFC 3339 or YYYY-MM-DD (UTC midnight). Default: now minus the config's
+        /// `[audit] retention_days`.
+        #[arg(long)]
+        before: Option<String>,
     },
 }
 
@@ -207,16 +405,53 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match &cli.command {
-            Command::Demo => commands::demo::run(&cli.config, cli.db.as_deref(), cli.json).await,
+            Command::Demo { which: None } => commands::demo::run(&cli.config, cli.db.as_deref(), cli.json).await,
+            Command::Demo { which: Some(_) } => commands::demo::fab(&cli.config, cli.db.as_deref(), cli.json).await,
             Command::Validate => commands::validate::run(cli.config.as_deref(), cli.json),
             Command::Check { max_calls, file } => {
                 commands::check::run(cli.config.as_deref(), cli.db.as_deref(), cli.json, *max_calls, file.as_deref())
                     .await
             }
-            Command::Audit { command: AuditCommand::Verify } => {
+            Command::Lab { command: LabCommand::Loop { max_rounds, stop_after_failures, file } } => {
+                let args = commands::lab::LoopArgs {
+                    config: cli.config.as_deref(),
+                    db: cli.db.as_deref(),
+                    json: cli.json,
+                    max_rounds: *max_rounds,
+                    stop_after_failures: *stop_after_failures,
+                    file: file.as_deref(),
+                };
+                commands::lab::run_loop(&args).await
+            }
+            Command::Lab { command: LabCommand::Plan { steps, file } } => {
+                commands::lab::run_plan(cli.json, *steps, file.as_deref())
+            }
+            Command::Lab { command: LabCommand::Judge { marker, file } } => {
+                commands::lab::run_judge(cli.json, marker.as_deref(), file.as_deref())
+            }
+            Command::Lab {
+                command: LabCommand::Prompt { lab, lang, goal, max_rounds, steps, seed, undefended, file },
+            } => commands::lab::run_prompt(&commands::lab::PromptArgs {
+                json: cli.json,
+                lab: *lab,
+                lang: *lang,
+                goal: *goal,
+                max_rounds: *max_rounds,
+                steps: *steps,
+                seed: *seed,
+                undefended: *undefended,
+                file: file.as_deref(),
+            }),
+            Command::Audit { command: AuditCommand::Verify { file: Some(file) } } => {
+                commands::audit::verify_file(file, cli.json)
+            }
+            Command::Audit { command: AuditCommand::Verify { file: None } } => {
                 commands::audit::verify(cli.config.as_deref(), cli.db.as_deref(), cli.json).await
             }
-            Command::Audit { command: AuditCommand::Export { tenant } } => {
+            Command::Audit { command: AuditCommand::Prune { before } } => {
+                commands::audit::prune(cli.config.as_deref(), cli.db.as_deref(), before.as_deref(), cli.json).await
+            }
+            Command::Audit { command: AuditCommand::Export { jsonl: _, tenant } } => {
                 commands::audit::export(cli.config.as_deref(), cli.db.as_deref(), tenant.as_deref()).await
             }
             Command::Guard { command: GuardCommand::Scan { jsonl, file } } => {
@@ -226,9 +461,63 @@ fn main() -> ExitCode {
                 commands::guard::mask(cli.config.as_deref(), file.as_deref(), *jsonl, rules.as_deref())
             }
             Command::Guard { command: GuardCommand::Eval { files } } => commands::guard::eval(files, cli.json),
+            Command::Replay { tenant, model, ab, run, filters, limit, tolerance, report } => {
+                let ab = ab.as_deref().and_then(|v| match v {
+                    [a, b] => Some((a.as_path(), b.as_path())),
+                    _ => None,
+                });
+                commands::replay::run(commands::replay::Args {
+                    config: &cli.config,
+                    db: cli.db.as_deref(),
+                    json: cli.json,
+                    tenant,
+                    model: model.as_deref(),
+                    ab,
+                    run: run.as_deref(),
+                    filters,
+                    limit: *limit,
+                    tolerance: *tolerance,
+                    report: report.as_deref(),
+                })
+                .await
+            }
+            Command::Drift { tenant, metric, limit, baseline, k, warning, critical, plot, snapshot_dir, webhook } => {
+                commands::drift::run(commands::drift::Args {
+                    config: cli.config.as_deref(),
+                    db: cli.db.as_deref(),
+                    json: cli.json,
+                    tenant,
+                    metric: metric.as_deref(),
+                    limit: *limit,
+                    params: bridle_core::drift::Params {
+                        k: *k,
+                        warning: *warning,
+                        critical: *critical,
+                        baseline_len: *baseline,
+                        ..bridle_core::drift::Params::default()
+                    },
+                    plot: plot.as_deref(),
+                    snapshot_dir: snapshot_dir.clone(),
+                    webhook: webhook.clone(),
+                })
+                .await
+            }
             Command::Bench { command: BenchCommand::Runtime { samples } } => {
                 commands::bench::runtime(cli.json, *samples)
             }
+            Command::Bench {
+                command: BenchCommand::Decisions { store, concurrency, seconds, batch, replicas, threads },
+            } => commands::bench::decisions(
+                commands::bench::DecisionsArgs {
+                    store: store.clone(),
+                    concurrency: *concurrency,
+                    seconds: *seconds,
+                    batch: *batch,
+                    replicas: *replicas,
+                    threads: *threads,
+                },
+                cli.json,
+            ),
             Command::Serve { listen, log_json } => {
                 commands::serve::run(cli.config.as_deref(), cli.db.as_deref(), listen.as_deref(), *log_json).await
             }
@@ -243,6 +532,12 @@ fn main() -> ExitCode {
             }
             Command::Mcp { stdio: _, token } => {
                 commands::mcp::stdio(cli.config.as_deref(), cli.db.as_deref(), token.as_deref()).await
+            }
+            Command::Jobs { command: JobsCommand::List { state } } => {
+                commands::jobs::list(cli.config.as_deref(), cli.db.as_deref(), state.as_deref(), cli.json).await
+            }
+            Command::Jobs { command: JobsCommand::Reconcile { grace } } => {
+                commands::jobs::reconcile(cli.config.as_deref(), cli.db.as_deref(), grace, cli.json).await
             }
             Command::Token { command: TokenCommand::Issue { subject, tenant, services, scopes, ttl } } => {
                 let args = commands::token::IssueArgs { subject, tenant, services, scopes, ttl };

@@ -3,11 +3,17 @@
 
 mod suite {
     mod approvals;
+    mod audit;
     mod bench;
     mod check;
     mod commands;
+    mod crash;
+    mod drift;
     mod guard;
+    mod lab;
     mod mcp;
+    mod otlp;
+    mod replay;
     mod replicas;
     mod support;
     mod token;

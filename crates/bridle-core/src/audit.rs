@@ -3,6 +3,13 @@
 //! Every tool call appends one `tool_call` event, accepted or not; approval requests, grants and
 //! rejections are events of their own kinds. Each event's hash covers its body and the previous
 //! event's hash, so any edit, insertion or deletion breaks the chain at a nameable link.
+//!
+//! Raw evidence (today the free-text `reason`) is kept apart from the chained metadata: an event
+//! with evidence carries `evidence_digest`, the SHA-256 of the evidence's canonical JSON, and its
+//! hash covers the metadata and that digest instead of the text. Retention can then drop the
+//! evidence ([`AuditEvent::prune_evidence`]) and the chain still verifies; evidence that is
+//! present must match its digest. Events without a digest (written before evidence was split,
+//! or with no evidence at all) hash their whole body as before.
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -25,6 +32,16 @@ pub enum EventKind {
     ApprovalGranted,
     /// An approver rejected a request.
     ApprovalRejected,
+    /// A change is about to reach its adapter: written before the side effect, so a change
+    /// whose process dies right after it still has its event (call id: the job id).
+    JobDispatched,
+    /// Reconciliation moved a job whose outcome was unknown (`bridle jobs reconcile`; call id:
+    /// the job id).
+    JobSettled,
+    /// A chat turn was blocked by the guard: its input before any model call, or its answer.
+    ChatBlocked,
+    /// A chat turn was stopped by a limit (tool calls, deadline, budget, circuit, model error).
+    ChatStopped,
 }
 
 impl EventKind {
@@ -35,6 +52,10 @@ impl EventKind {
             Self::ApprovalRequested => "approval_requested",
             Self::ApprovalGranted => "approval_granted",
             Self::ApprovalRejected => "approval_rejected",
+            Self::JobDispatched => "job_dispatched",
+            Self::JobSettled => "job_settled",
+            Self::ChatBlocked => "chat_blocked",
+            Self::ChatStopped => "chat_stopped",
         }
     }
 }
@@ -112,6 +133,10 @@ pub struct AuditEvent {
     /// Body.
     #[serde(flatten)]
     pub record: AuditRecord,
+    /// SHA-256 of the event's evidence when it had any (see the module docs); the hash covers
+    /// this digest, not the evidence, so the evidence can be pruned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence_digest: Option<String>,
     /// Hash of the previous event of the tenant (or [`GENESIS`]).
     pub prev_hash: String,
     /// Hash of this event.
@@ -119,23 +144,54 @@ pub struct AuditEvent {
 }
 
 #[derive(Serialize)]
-struct Hashed<'a> {
+struct Hashed<'a, R: Serialize> {
     seq: u64,
     prev_hash: &'a str,
-    record: &'a AuditRecord,
+    record: R,
 }
 
-/// The hash of an event at `seq` after `prev_hash`.
-pub fn link_hash(seq: u64, prev_hash: &str, record: &AuditRecord) -> String {
+/// The evidence of a record: the fields retention may drop. The digest is over
+/// `{"reason": …}` in RFC 8785 form; a field added later joins that object only when present,
+/// so digests of older events stay valid.
+#[derive(Serialize)]
+struct Evidence<'a> {
+    reason: &'a str,
+}
+
+/// The SHA-256 of a record's evidence, or `None` when it has none.
+pub fn evidence_digest(record: &AuditRecord) -> Option<String> {
+    let reason = record.reason.as_deref()?;
+    Some(sha256_hex(&canonical(&Evidence { reason })))
+}
+
+fn canonical(value: &impl Serialize) -> Vec<u8> {
     // INVARIANT: the canonical form of a plain struct of strings and integers always exists.
     // AuditRecord holds strings, integers and unit enums only, so its JSON value is lossless.
-    let bytes = serde_json::to_value(Hashed { seq, prev_hash, record })
-        .ok()
-        .and_then(|v| canonical_value_bytes(&v).ok())
-        .unwrap_or_default();
+    serde_json::to_value(value).ok().and_then(|v| canonical_value_bytes(&v).ok()).unwrap_or_default()
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
     let mut h = Sha256::new();
-    h.update(&bytes);
+    h.update(bytes);
     hex::encode(h.finalize())
+}
+
+/// The hash of an event at `seq` after `prev_hash` whose whole body is hashed (no evidence
+/// digest).
+pub fn link_hash(seq: u64, prev_hash: &str, record: &AuditRecord) -> String {
+    sha256_hex(&canonical(&Hashed { seq, prev_hash, record }))
+}
+
+/// The hash of an event at `seq` after `prev_hash`: over the whole body when `digest` is
+/// `None`, else over the metadata (the body without its evidence) and `evidence_digest`.
+pub fn event_hash(seq: u64, prev_hash: &str, record: &AuditRecord, digest: Option<&str>) -> String {
+    let Some(digest) = digest else { return link_hash(seq, prev_hash, record) };
+    let mut body = serde_json::to_value(record).unwrap_or_default();
+    if let serde_json::Value::Object(fields) = &mut body {
+        fields.remove("reason");
+        fields.insert("evidence_digest".to_owned(), serde_json::Value::String(digest.to_owned()));
+    }
+    sha256_hex(&canonical(&Hashed { seq, prev_hash, record: body }))
 }
 
 impl AuditEvent {
@@ -145,8 +201,24 @@ impl AuditEvent {
             Some((s, h)) => (s + 1, h.to_owned()),
             None => (1, GENESIS.to_owned()),
         };
-        let hash = link_hash(seq, &prev_hash, &record);
-        Self { seq, record, prev_hash, hash }
+        let evidence_digest = evidence_digest(&record);
+        let hash = event_hash(seq, &prev_hash, &record, evidence_digest.as_deref());
+        Self { seq, record, evidence_digest, prev_hash, hash }
+    }
+
+    /// Drops the event's evidence if its hash does not cover it (it has a digest); returns
+    /// whether anything was dropped. The chain still verifies afterwards.
+    pub fn prune_evidence(&mut self) -> bool {
+        if self.evidence_digest.is_none() || self.record.reason.is_none() {
+            return false;
+        }
+        self.record.reason = None;
+        true
+    }
+
+    /// Whether this event's evidence was dropped by retention.
+    pub fn evidence_pruned(&self) -> bool {
+        self.evidence_digest.is_some() && self.record.reason.is_none()
     }
 }
 
@@ -187,7 +259,13 @@ impl ChainVerifier {
         if e.prev_hash != self.prev {
             return Err(broken(e.seq, "prev_hash does not match the previous event's hash".to_owned()));
         }
-        if link_hash(e.seq, &e.prev_hash, &e.record) != e.hash {
+        if let Some(digest) = &e.evidence_digest
+            && let Some(actual) = evidence_digest(&e.record)
+            && actual != *digest
+        {
+            return Err(broken(e.seq, "evidence does not match its digest".to_owned()));
+        }
+        if event_hash(e.seq, &e.prev_hash, &e.record, e.evidence_digest.as_deref()) != e.hash {
             return Err(broken(e.seq, "hash does not match the event's content".to_owned()));
         }
         self.prev.clone_from(&e.hash);
@@ -211,6 +289,7 @@ pub fn verify_chain<'a>(tenant: &str, events: impl IntoIterator<Item = &'a Audit
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
     use time::macros::datetime;
@@ -265,5 +344,47 @@ mod tests {
         let mut c = chain(5);
         c.swap(3, 4);
         assert_eq!(verify_chain("tenant-a", &c).map_err(|b| b.seq), Err(4));
+    }
+
+    fn with_reasons(n: u64) -> Vec<AuditEvent> {
+        let mut out: Vec<AuditEvent> = Vec::new();
+        for i in 0..n {
+            let mut r = record(i);
+            r.reason = Some(format!("`replicas` {i} is above the maximum"));
+            let prev = out.last().map(|e| (e.seq, e.hash.as_str()));
+            out.push(AuditEvent::chain(r, prev));
+        }
+        out
+    }
+
+    #[test]
+    fn pruned_evidence_keeps_the_chain_valid() {
+        let mut c = with_reasons(4);
+        assert!(c.iter().all(|e| e.evidence_digest.is_some()));
+        for e in c.iter_mut().take(2) {
+            assert!(e.prune_evidence());
+            assert!(e.evidence_pruned());
+        }
+        assert_eq!(verify_chain("tenant-a", &c), Ok(4));
+        // Events without evidence hash as before and have nothing to prune.
+        let mut plain = chain(2);
+        assert!(plain.iter().all(|e| e.evidence_digest.is_none()));
+        assert!(plain.iter_mut().all(|e| !e.prune_evidence()));
+        assert_eq!(plain[0].hash, link_hash(1, GENESIS, &plain[0].record));
+    }
+
+    #[test]
+    fn edited_evidence_or_digest_is_named() {
+        let mut c = with_reasons(3);
+        c[1].record.reason = Some("nothing to see".into());
+        let b = verify_chain("tenant-a", &c).unwrap_err();
+        assert_eq!((b.seq, b.problem.as_str()), (2, "evidence does not match its digest"));
+        let mut c = with_reasons(3);
+        c[2].evidence_digest = None;
+        assert_eq!(verify_chain("tenant-a", &c).map_err(|b| b.seq), Err(3));
+        let mut c = with_reasons(3);
+        c[0].record.reason = None;
+        c[0].evidence_digest = Some(GENESIS.into());
+        assert_eq!(verify_chain("tenant-a", &c).map_err(|b| b.seq), Err(1));
     }
 }

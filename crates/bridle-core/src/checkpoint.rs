@@ -117,6 +117,34 @@ pub struct Checkpoint {
     pub error: Option<Value>,
 }
 
+/// Which threads [`crate::ports::Checkpointer::threads`] lists: those whose id starts with
+/// `prefix` (a tenant's `{tenant}/`), below `before` when given, whose newest checkpoint has
+/// `status` when given; at most `limit`, by thread id descending (byte order).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadQuery {
+    /// Thread ids start with this.
+    pub prefix: String,
+    /// Only thread ids strictly less than this one (the last of the previous page).
+    pub before: Option<String>,
+    /// Only threads whose newest checkpoint has this status.
+    pub status: Option<ThreadStatus>,
+    /// At most this many.
+    pub limit: u32,
+}
+
+/// One thread of a listing: the head of its newest checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadSummary {
+    /// The thread id.
+    pub thread_id: String,
+    /// The graph that wrote the newest checkpoint.
+    pub graph: String,
+    /// Its status.
+    pub status: ThreadStatus,
+    /// Its step.
+    pub step: u64,
+}
+
 /// When a run writes its checkpoints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

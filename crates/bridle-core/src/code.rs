@@ -155,6 +155,15 @@ codes! {
     RequestTimeout => "request_timeout",
     /// The server could not evaluate the request (a store failed); never an allow.
     InternalError => "internal_error",
+    // lab (seed 003's workbench: agent loop, planning, prompt injection)
+    /// A delimiter seed outside 1–999999.
+    SeedOutOfRange => "seed_out_of_range",
+    /// A round limit outside its range (max rounds 1–10, failure stop 2–3).
+    TooManyRounds => "too_many_rounds",
+    /// A requested plan step count other than 5, 6 or 8.
+    StepCountInvalid => "step_count_invalid",
+    /// A pasted field longer than 20,000 characters.
+    FieldTooLong => "field_too_long",
 }
 
 impl std::fmt::Display for Code {

@@ -4,6 +4,8 @@
 //! This module parses strings only; reading files is the caller's job through [`Files`].
 
 mod adapters;
+mod audit;
+mod decisions;
 mod raw;
 mod runtime;
 mod server;
@@ -24,7 +26,8 @@ pub use adapters::{
     AdapterSettings, CommandAdapterSettings, HttpAdapterSettings, McpAdapterSettings, McpUpstream, RequestBody,
     ToolRoute, placeholders,
 };
-pub use runtime::{LlmSettings, RuntimeSettings};
+pub use audit::{AuditSettings, EvidenceMode};
+pub use runtime::{LlmSettings, RuntimeSettings, llm_from_toml};
 pub use server::ServerSettings;
 pub use validate::load;
 pub use webhooks::{DEFAULT_SECRET_ENV, WebhookSettings};
@@ -125,6 +128,23 @@ pub struct Config {
     pub server: ServerSettings,
     /// HTTP and command adapters and the tools routed to them (`[adapters]`, `[tools.X] adapter`).
     pub adapters: AdapterSettings,
+    /// Thresholds of the approval level (`[levels]`).
+    pub levels: crate::level::LevelSettings,
+    /// Thresholds of diagnoses and the regenerate loop (`[diagnosis]`).
+    pub diagnosis: crate::diagnosis::DiagnosisSettings,
+    /// Rules that answer when the model cannot (`[[fallback]]`), in order.
+    pub fallback: Vec<crate::diagnosis::FallbackRule>,
+    /// The in-process simulator standing in for the systems tools act on (`[adapter] simulator`).
+    pub simulator: Option<Simulator>,
+    /// Audit evidence and retention (`[audit]`).
+    pub audit: AuditSettings,
+}
+
+/// A simulator of a system Bridle does not own, run in process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Simulator {
+    /// Seed 000's fab: equipment, recipes and parts, with the fab's own preconditions.
+    Fab,
 }
 
 /// Validated `[guard]` settings.

@@ -37,3 +37,25 @@ pub struct DecisionRecord {
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
 }
+
+impl DecisionRecord {
+    /// The record in seed 000's shape: `decision_id`, `agent`, `pipeline_run_id`, `input`,
+    /// `output`, `model`, `tokens {input, output}`, `latency_ms`, `harness_checks`,
+    /// `final_verdict`, `timestamp` (RFC 3339).
+    pub fn to_seed_json(&self) -> Value {
+        let timestamp = self.created_at.format(&time::format_description::well_known::Rfc3339).unwrap_or_default();
+        serde_json::json!({
+            "decision_id": self.decision_id,
+            "agent": self.agent,
+            "pipeline_run_id": self.pipeline_run_id,
+            "input": self.input,
+            "output": self.output,
+            "model": self.model,
+            "tokens": {"input": self.prompt_tokens, "output": self.completion_tokens},
+            "latency_ms": self.latency_ms,
+            "harness_checks": self.harness_checks,
+            "final_verdict": self.final_verdict,
+            "timestamp": timestamp,
+        })
+    }
+}

@@ -1,15 +1,52 @@
 //! Approval level (gate step 7): how much human involvement a call needs.
 //!
 //! Starts from the tool's default and only ever escalates: a parameter above its
-//! `requires_approval_above`, tainted arguments, low confidence, several candidates.
+//! `requires_approval_above`, tainted arguments, low confidence, several candidates, a degraded
+//! (rule-fallback) proposal. The limit on automatic changes per resource is counted by the
+//! runtime (it needs a store) and escalates through [`auto_limit_reached`].
+
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::contract::{ApprovalLevel, ToolContract};
 
-/// Below this confidence, a call needs at least `approval`.
+/// Default of `[levels] low_confidence`: below it, a call needs at least `approval`.
 pub const LOW_CONFIDENCE: f64 = 0.5;
+
+/// At most `max` automatic changes on one resource within `window`; later ones need `approval`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AutoLimit {
+    /// Automatic changes allowed in the window.
+    pub max: u32,
+    /// The sliding window.
+    pub window: Duration,
+}
+
+/// `[levels]`: the thresholds of step 7.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LevelSettings {
+    /// Below this confidence a call needs at least `approval` (default 0.5).
+    pub low_confidence: f64,
+    /// The limit on automatic changes per resource (default off; seed 000 uses 3 an hour).
+    pub auto_limit: Option<AutoLimit>,
+}
+
+impl Default for LevelSettings {
+    fn default() -> Self {
+        Self { low_confidence: LOW_CONFIDENCE, auto_limit: None }
+    }
+}
+
+/// The reason recorded when the automatic-change limit escalates a call.
+pub fn auto_limit_reached(resource: &str, limit: &AutoLimit) -> String {
+    format!(
+        "more than {} automatic changes on `{resource}` within {} s; from now on each needs approval",
+        limit.max,
+        limit.window.as_secs()
+    )
+}
 
 /// What the caller knows about how the call was produced.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -23,6 +60,10 @@ pub struct CallSignals {
     /// Arguments derived from untrusted content.
     #[serde(default)]
     pub tainted: bool,
+    /// The proposal is a degraded result (the model failed and a rule produced it): it never
+    /// runs without approval.
+    #[serde(default)]
+    pub degraded: bool,
 }
 
 /// The level a call needs and why.
@@ -52,8 +93,14 @@ pub fn tainted_run(source: &str) -> String {
 /// taken in untrusted content needs at least `approval`. `taint` says where that content came
 /// from (`None`: the run is clean; `Some("")`: tainted, source unknown). Total; never lowers
 /// the level.
-pub fn decide_in_run(tool: &ToolContract, args: &Value, signals: &CallSignals, taint: Option<&str>) -> LevelDecision {
-    let mut decision = decide(tool, args, signals);
+pub fn decide_in_run(
+    settings: &LevelSettings,
+    tool: &ToolContract,
+    args: &Value,
+    signals: &CallSignals,
+    taint: Option<&str>,
+) -> LevelDecision {
+    let mut decision = decide_with(settings, tool, args, signals);
     if let Some(source) = taint
         && tool.mode == crate::contract::Mode::Change
     {
@@ -63,8 +110,20 @@ pub fn decide_in_run(tool: &ToolContract, args: &Value, signals: &CallSignals, t
     decision
 }
 
-/// Decides the level for `tool(args)` given the signals. Total; never lowers the tool default.
+/// Decides the level for `tool(args)` given the signals, with the default thresholds.
 pub fn decide(tool: &ToolContract, args: &Value, signals: &CallSignals) -> LevelDecision {
+    decide_with(&LevelSettings::default(), tool, args, signals)
+}
+
+/// Decides the level for `tool(args)` given the signals and thresholds. Total; never lowers
+/// the tool default.
+pub fn decide_with(
+    settings: &LevelSettings,
+    tool: &ToolContract,
+    args: &Value,
+    signals: &CallSignals,
+) -> LevelDecision {
+    let low = settings.low_confidence;
     let mut level = tool.approval;
     let mut reasons = Vec::new();
     let mut raise = |to: ApprovalLevel, why: String| {
@@ -85,9 +144,12 @@ pub fn decide(tool: &ToolContract, args: &Value, signals: &CallSignals) -> Level
     }
     // A NaN or out-of-range confidence is treated as low: unknown never means sure.
     if let Some(c) = signals.confidence
-        && !(LOW_CONFIDENCE..=1.0).contains(&c)
+        && !(low..=1.0).contains(&c)
     {
-        raise(ApprovalLevel::Approval, format!("confidence {c} is below {LOW_CONFIDENCE}"));
+        raise(ApprovalLevel::Approval, format!("confidence {c} is below {low}"));
+    }
+    if signals.degraded {
+        raise(ApprovalLevel::Approval, "degraded proposal (the model failed; a rule produced it)".to_owned());
     }
     let human_choice = signals.candidates >= 2;
     if human_choice {

@@ -13,13 +13,17 @@ pub mod config;
 pub mod contract;
 pub mod deadline;
 pub mod decision;
+pub mod diagnosis;
+pub mod drift;
 pub mod guard;
 pub mod job;
+pub mod lab;
 pub mod level;
 pub mod plan;
 pub mod policy;
 pub mod ports;
 pub mod principal;
+pub mod replay;
 pub mod tools;
 pub mod verdict;
 

@@ -10,7 +10,7 @@ use time::OffsetDateTime;
 
 use crate::approval::{ApprovalRequest, Grant};
 use crate::audit::{AuditEvent, AuditRecord};
-use crate::checkpoint::{Checkpoint, TaskWrites};
+use crate::checkpoint::{Checkpoint, TaskWrites, ThreadQuery, ThreadSummary};
 use crate::decision::DecisionRecord;
 use crate::job::{Job, JobStatus};
 use crate::plan::PlanHash;
@@ -194,6 +194,10 @@ pub trait AuditLog: Send + Sync {
     async fn tenants(&self) -> StoreResult<Vec<String>>;
     /// Events of a tenant with `seq > after`, in order, at most `limit`.
     async fn events(&self, tenant: &str, after: u64, limit: u32) -> StoreResult<Vec<AuditEvent>>;
+    /// Drops the evidence of every event recorded before `before` whose hash does not cover it
+    /// (see [`AuditEvent::prune_evidence`]); returns how many events lost their evidence. The
+    /// chains still verify afterwards.
+    async fn prune_evidence(&self, before: OffsetDateTime) -> StoreResult<u64>;
 }
 
 /// Flags of a run that outlive a single call, kept durably per tenant and run: today, taint.
@@ -208,6 +212,33 @@ pub trait RunFlags: Send + Sync {
     async fn taint(&self, tenant: &str, run_id: &str, reason: &str) -> StoreResult<()>;
     /// Why the run is tainted, or `None` while it is not.
     async fn tainted(&self, tenant: &str, run_id: &str) -> StoreResult<Option<String>>;
+}
+
+/// Automatic changes per resource, for the limit of `[levels] auto_limit` (gate step 7).
+///
+/// `admit_auto` is one atomic step per backend (count the window, record if under the limit), so
+/// replicas sharing a store never admit more than `max` automatic changes on a resource within
+/// any window between them.
+#[async_trait]
+pub trait ActionLedger: Send + Sync {
+    /// Records an automatic change on `resource` of `tenant` at `at` if fewer than `max` were
+    /// recorded in the `window` before it; whether it was recorded.
+    async fn admit_auto(
+        &self,
+        tenant: &str,
+        resource: &str,
+        at: OffsetDateTime,
+        window: std::time::Duration,
+        max: u32,
+    ) -> StoreResult<bool>;
+    /// Automatic changes recorded on `resource` in the `window` before `at`.
+    async fn count_auto(
+        &self,
+        tenant: &str,
+        resource: &str,
+        at: OffsetDateTime,
+        window: std::time::Duration,
+    ) -> StoreResult<u64>;
 }
 
 /// Decision records (one per LLM call).
@@ -304,4 +335,7 @@ pub trait Checkpointer: Send + Sync {
     async fn steps(&self, thread_id: &str) -> StoreResult<Vec<u64>>;
     /// Deletes everything stored for the thread.
     async fn delete_thread(&self, thread_id: &str) -> StoreResult<()>;
+    /// Threads with at least one checkpoint matching `query`, by thread id descending, each with
+    /// the head of its newest checkpoint (threads holding only task writes are not listed).
+    async fn threads(&self, query: &ThreadQuery) -> StoreResult<Vec<ThreadSummary>>;
 }

@@ -6,7 +6,9 @@ mod suite {
     mod answer;
     mod budget;
     mod config;
+    mod drift;
     mod guard;
+    mod lab;
     mod laws;
     mod policy;
     mod support;

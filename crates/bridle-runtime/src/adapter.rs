@@ -8,6 +8,7 @@
 pub mod builtin;
 pub mod command;
 pub mod configured;
+pub mod fab;
 pub mod http;
 pub mod mcp;
 pub mod memory;
@@ -20,6 +21,7 @@ use bridle_core::config::Config;
 pub use builtin::BuiltinAdapter;
 pub use command::CommandAdapter;
 pub use configured::ConfiguredAdapter;
+pub use fab::FabAdapter;
 pub use http::HttpAdapter;
 pub use mcp::McpAdapter;
 pub use memory::{Fault, MemoryAdapter};
@@ -33,10 +35,17 @@ pub fn in_process(config: &Config) -> (Arc<RouterAdapter>, Arc<MemoryAdapter>) {
     (Arc::new(router), memory)
 }
 
-/// The adapter of a configuration: [`in_process`] alone, or under a [`ConfiguredAdapter`] when
+/// The adapter of a configuration: [`in_process`] (with the [`FabAdapter`] in place of the memory
+/// adapter under `[adapter] simulator = "fab"`) alone, or under a [`ConfiguredAdapter`] when
 /// tools name HTTP or command adapters. Reads those tools' credentials now.
 pub fn from_config(config: &Config) -> Result<Arc<dyn bridle_core::ports::Adapter>, String> {
-    let (router, _) = in_process(config);
+    let router: Arc<dyn bridle_core::ports::Adapter> = match config.simulator {
+        Some(bridle_core::config::Simulator::Fab) => Arc::new(RouterAdapter::new(
+            Arc::new(BuiltinAdapter::from_config(config)),
+            Arc::new(FabAdapter::from_config(config)),
+        )),
+        None => in_process(config).0,
+    };
     if config.adapters.is_empty() {
         return Ok(router);
     }

@@ -292,7 +292,7 @@ fn feedback(problems: &str) -> String {
 }
 
 /// The JSON in `content`: the whole text, else the first fenced block (```` ```json ```` or ```` ``` ````).
-fn parse_json(content: &str) -> Result<Value, serde_json::Error> {
+pub(crate) fn parse_json(content: &str) -> Result<Value, serde_json::Error> {
     let direct = serde_json::from_str(content.trim());
     if direct.is_ok() {
         return direct;

@@ -1,9 +1,16 @@
-//! The audit log at run time: group commit for appends, and reading it back (chain
-//! verification and export, page by page).
+//! The audit log at run time: group commit for appends, minimization (masking, metadata-only,
+//! retention), and reading it back (chain verification and export, page by page; offline
+//! verification of an export).
 
 mod batch;
+mod minimize;
+mod offline;
 
 pub use batch::BatchingAuditLog;
+pub use minimize::{
+    MetadataOnlyAuditLog, RETENTION_PERIOD, apply as apply_settings, mask_record, prune_older_than, spawn_retention,
+};
+pub use offline::{FileBreak, FileChain, FileReport, verify_jsonl};
 
 use bridle_core::audit::{AuditEvent, BrokenLink, ChainVerifier};
 use bridle_core::ports::{AuditLog, StoreResult};

@@ -3,6 +3,9 @@
 //!
 //! Each sample is the mean over a batch of runs; the report gives every sample and the median.
 //! Keys and units are fixed (they are compared with LangGraph's figures in BENCHMARKS.md).
+//! `decisions.rs` is `bridle bench decisions`: durable audited decisions/s on a store.
+
+pub mod decisions;
 
 use std::collections::BTreeMap;
 use std::future::Future;

@@ -1,5 +1,6 @@
 //! Loading configuration: the bundled default (seed 004's checkout example with the workbench
-//! tools, embedded in the binary) or a `bridle.toml` on disk with the files it references.
+//! tools, embedded in the binary), the bundled fab example (seed 000), or a `bridle.toml` on
+//! disk with the files it references.
 
 use std::path::{Path, PathBuf};
 
@@ -29,14 +30,37 @@ const CHECKOUT_FILES: &[(&str, &str)] = example_files!("checkout":
 /// The bundled default: seed 004's checkout tools, principals and policies, plus seed 003's
 /// workbench tools and their principal.
 pub fn checkout() -> Result<Config, ConfigErrors> {
-    let files = |path: &str| {
-        CHECKOUT_FILES
+    load(CHECKOUT_TOML, &embedded(CHECKOUT_FILES))
+}
+
+/// Seed 000's fab example (`bridle demo fab`).
+pub const FAB_TOML: &str = include_str!("../../../examples/fab/bridle.toml");
+
+const FAB_FILES: &[(&str, &str)] = example_files!("fab":
+    "schemas/equipment_ref.json",
+    "schemas/set_temperature.json",
+    "schemas/adjust_gas_flow.json",
+    "schemas/replace_part.json",
+    "schemas/hold_equipment.json",
+    "policies/bridle.cedarschema",
+    "policies/fab.cedar",
+    "policies/expectations.toml",
+);
+
+/// Seed 000's fab: equipment, recipes, the fab tools and their rules, the fallback rules, the
+/// agents' and operators' principals, and the fab simulator.
+pub fn fab() -> Result<Config, ConfigErrors> {
+    load(FAB_TOML, &embedded(FAB_FILES))
+}
+
+fn embedded(files: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Result<String, String> {
+    move |path: &str| {
+        files
             .iter()
             .find(|(p, _)| *p == path)
             .map(|(_, text)| (*text).to_owned())
             .ok_or_else(|| format!("`{path}` is not part of the bundled configuration"))
-    };
-    load(CHECKOUT_TOML, &files)
+    }
 }
 
 /// Loads `bridle.toml` from disk; referenced paths are relative to its directory.

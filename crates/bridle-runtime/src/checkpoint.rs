@@ -8,7 +8,7 @@ pub mod sqlite;
 
 use std::sync::Arc;
 
-use bridle_core::checkpoint::{Checkpoint, TaskWrites};
+use bridle_core::checkpoint::{Checkpoint, TaskWrites, ThreadStatus, ThreadSummary};
 use bridle_core::ports::{Checkpointer, StoreError, StoreResult};
 use serde::Serialize;
 
@@ -79,4 +79,48 @@ fn decode_writes(thread_id: &str, step: u64, task_id: &str, body: &str) -> Store
         )));
     }
     Ok(writes)
+}
+
+/// A listed thread back from its row (`status` as stored in its column).
+fn summary(thread_id: String, step: i64, graph: String, status: &str) -> StoreResult<ThreadSummary> {
+    let status: ThreadStatus = serde_json::from_value(serde_json::Value::String(status.to_owned()))
+        .map_err(|_| StoreError::Corrupt(format!("checkpoint `{thread_id}` has the unknown status `{status}`")))?;
+    Ok(ThreadSummary { thread_id, graph, status, step: to_step(step)? })
+}
+
+/// The least string above every string that starts with `prefix` (in code point order, which is
+/// UTF-8 byte order), so `prefix <= id < end` is "starts with `prefix`" as an index range; `None`
+/// when there is none (an empty prefix, or one of `char::MAX` only).
+fn prefix_end(prefix: &str) -> Option<String> {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(last) = chars.pop() {
+        let mut next = u32::from(last) + 1;
+        while let Some(n) = (next <= u32::from(char::MAX)).then_some(next) {
+            if let Some(c) = char::from_u32(n) {
+                chars.push(c);
+                return Some(chars.into_iter().collect());
+            }
+            next = n + 1; // a surrogate
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prefix_end;
+
+    #[test]
+    fn prefix_end_bounds_exactly_the_strings_with_the_prefix() {
+        assert_eq!(prefix_end("tenant-a/").as_deref(), Some("tenant-a0"));
+        assert_eq!(prefix_end("").as_deref(), None);
+        assert_eq!(prefix_end("a\u{D7FF}").as_deref(), Some("a\u{E000}"));
+        assert_eq!(prefix_end("a\u{10FFFF}").as_deref(), Some("b"));
+        assert_eq!(prefix_end("\u{10FFFF}"), None);
+        let end = prefix_end("t/").unwrap_or_default();
+        for inside in ["t/", "t/\u{10FFFF}\u{10FFFF}", "t/zz"] {
+            assert!(inside >= "t/" && inside < end.as_str(), "{inside}");
+        }
+        assert!("t0" >= end.as_str());
+    }
 }

@@ -5,6 +5,7 @@
 //! 8 idempotency → 9 approval binding → 10 execute → 11 output. (1, intake, wraps this.)
 //! A store that cannot answer is a [`GateError`], never an "allow".
 
+mod auto_limit;
 mod binding;
 mod execute;
 pub(crate) mod output;
@@ -333,7 +334,9 @@ impl Gate {
         state_rules::check(self, principal, &tool, &req.arguments, t).await?;
         // 7. approval level
         let taint = self.run_taint(principal, run, &tool).await?;
-        let level = level::decide_in_run(&tool, &req.arguments, &req.signals, taint.as_deref());
+        let mut level =
+            level::decide_in_run(&self.config.levels, &tool, &req.arguments, &req.signals, taint.as_deref());
+        auto_limit::check(self, principal, &tool, &req.arguments, req.dry_run, &mut level, t.now).await?;
         t.level = Some(level.level);
         if tool.mode == Mode::Read && level.level == ApprovalLevel::Auto {
             if req.dry_run {

@@ -1,52 +1,120 @@
 //! Reconciling jobs whose outcome is unknown: ask the adapter what happened and settle the job.
 //! Nothing is ever re-executed here.
+//!
+//! A job left `dispatched` or `reserved` by a process that died (kill -9, power loss) is
+//! treated as abandoned once it is older than its tool's timeout plus a grace period: a live
+//! gate always records the adapter's answer (or `unknown`) within the tool's timeout. An
+//! abandoned `dispatched` job becomes `unknown` and is asked about like any other; an abandoned
+//! `reserved` job was never sent (dispatch is stored before the adapter is called), so it fails.
+//! Every job whose status moves is audited as a `job_settled` event of its tenant's chain.
 
+use std::time::Duration;
+
+use bridle_core::audit::{AuditRecord, Decision, EventKind, Timings};
 use bridle_core::job::{Job, JobStatus};
 use bridle_core::ports::{AdapterError, Outcome};
 use bridle_core::{Code, Rejection};
 use serde::Serialize;
 use serde_json::Value;
+use time::OffsetDateTime;
 
 use crate::gate::output::Guarded;
 use crate::gate::{CallOutcome, Gate, GateError, OutputReport, Verdict};
+
+/// Default time past a tool's timeout after which a `dispatched` or `reserved` job is
+/// considered abandoned by its process.
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(60);
 
 /// What reconciliation did to one job.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Settled {
     /// Job id.
     pub job_id: String,
+    /// The job's tool.
+    pub tool: String,
+    /// Tenant.
+    pub tenant: String,
     /// Status before.
     pub from: JobStatus,
-    /// Status after (unchanged when the adapter still cannot tell).
+    /// Status after (`unknown` when the adapter still cannot tell).
     pub to: JobStatus,
 }
 
 impl Gate {
-    /// Settles every job left `unknown`, asking the adapter for each outcome.
+    /// Settles every job left `unknown`, asking the adapter for each outcome; jobs abandoned
+    /// by a dead process are taken up after [`DEFAULT_GRACE`].
     pub async fn reconcile(&self) -> Result<Vec<Settled>, GateError> {
+        self.reconcile_with(DEFAULT_GRACE).await
+    }
+
+    /// [`Gate::reconcile`], taking up `dispatched` and `reserved` jobs older than their tool's
+    /// timeout plus `grace` (zero: every such job at once, which is only right when no gate is
+    /// running on the store).
+    pub async fn reconcile_with(&self, grace: Duration) -> Result<Vec<Settled>, GateError> {
         let mut out = Vec::new();
         for job in self.stores.jobs.unsettled().await? {
-            if job.status != JobStatus::Unknown {
-                continue;
-            }
-            let to = match self.adapter.outcome(&job).await {
-                Ok(Outcome::Applied(result)) => {
-                    let (verdict, output) = self.guard_settled(&job, result);
-                    self.settle(&job, JobStatus::Succeeded, verdict, output).await?
+            let abandoned = self.abandoned(&job, grace, self.clock.now());
+            let to = match job.status {
+                JobStatus::Unknown => self.ask(&job).await?,
+                JobStatus::Dispatched if abandoned => {
+                    let moved = self
+                        .stores
+                        .jobs
+                        .transition(&job.id, JobStatus::Dispatched, JobStatus::Unknown, None, self.clock.now())
+                        .await?;
+                    if !moved {
+                        continue; // its gate answered meanwhile
+                    }
+                    self.ask(&Job { status: JobStatus::Unknown, ..job.clone() }).await?
                 }
-                Ok(Outcome::NotApplied) => {
-                    let r = Rejection::new(Code::AdapterFailed, "the adapter reports the change was not applied");
+                JobStatus::Reserved if abandoned => {
+                    let r = Rejection::new(
+                        Code::AdapterFailed,
+                        "never dispatched: the process stopped after reserving the job, and nothing was sent",
+                    );
                     self.settle(&job, JobStatus::Failed, Verdict::Rejected { rejection: r }, None).await?
                 }
-                Ok(Outcome::Unknown) | Err(AdapterError::Timeout | AdapterError::Lost(_)) => JobStatus::Unknown,
-                Err(e) => {
-                    tracing::warn!(job_id = %job.id, error = %e, "outcome query failed");
-                    JobStatus::Unknown
-                }
+                _ => continue,
             };
-            out.push(Settled { job_id: job.id.clone(), from: job.status, to });
+            if to != job.status {
+                self.audit_settled(&job, to).await?;
+            }
+            out.push(Settled {
+                job_id: job.id.clone(),
+                tool: job.plan.tool.clone(),
+                tenant: job.tenant.clone(),
+                from: job.status,
+                to,
+            });
         }
         Ok(out)
+    }
+
+    /// Whether `job`'s last transition is older than its tool's timeout plus `grace`; a zero
+    /// grace says no gate is running on the store, so every such job is abandoned.
+    fn abandoned(&self, job: &Job, grace: Duration, now: OffsetDateTime) -> bool {
+        let timeout = self.config.registry.get(&job.plan.tool).map_or(Duration::ZERO, |t| t.timeout);
+        let age = now - job.updated_at;
+        grace.is_zero() || (age.is_positive() && age.unsigned_abs() >= timeout.saturating_add(grace))
+    }
+
+    /// Asks the adapter about an `unknown` job and settles it when the adapter can tell.
+    async fn ask(&self, job: &Job) -> Result<JobStatus, GateError> {
+        Ok(match self.adapter.outcome(job).await {
+            Ok(Outcome::Applied(result)) => {
+                let (verdict, output) = self.guard_settled(job, result);
+                self.settle(job, JobStatus::Succeeded, verdict, output).await?
+            }
+            Ok(Outcome::NotApplied) => {
+                let r = Rejection::new(Code::AdapterFailed, "the adapter reports the change was not applied");
+                self.settle(job, JobStatus::Failed, Verdict::Rejected { rejection: r }, None).await?
+            }
+            Ok(Outcome::Unknown) | Err(AdapterError::Timeout | AdapterError::Lost(_)) => JobStatus::Unknown,
+            Err(e) => {
+                tracing::warn!(job_id = %job.id, error = %e, "outcome query failed");
+                JobStatus::Unknown
+            }
+        })
     }
 
     /// Gate step 11 for a result learned by reconciliation (no canary is known here; the run was
@@ -60,6 +128,7 @@ impl Gate {
         }
     }
 
+    /// Moves `job` from its current status to `to` with the answer a retry will get.
     async fn settle(
         &self,
         job: &Job,
@@ -85,8 +154,38 @@ impl Gate {
         outcome.verdict = verdict;
         outcome.output = output;
         let stored = serde_json::to_value(&outcome).unwrap_or(Value::Null);
-        let moved =
-            self.stores.jobs.transition(&job.id, JobStatus::Unknown, to, Some(&stored), self.clock.now()).await?;
+        let moved = self.stores.jobs.transition(&job.id, job.status, to, Some(&stored), self.clock.now()).await?;
         Ok(if moved { to } else { job.status })
+    }
+
+    /// One `job_settled` event in the job's tenant's chain: the job id as call id, the plan, its
+    /// approval and executor, and the move in words.
+    async fn audit_settled(&self, job: &Job, to: JobStatus) -> Result<(), GateError> {
+        let (decision, code) = match to {
+            JobStatus::Succeeded => (Some(Decision::Executed), None),
+            JobStatus::Failed => (Some(Decision::Rejected), Some(Code::AdapterFailed)),
+            _ => (None, Some(Code::OutcomeUnknown)),
+        };
+        let record = AuditRecord {
+            kind: EventKind::JobSettled,
+            call_id: job.id.clone(),
+            at: self.clock.now(),
+            tenant: job.tenant.clone(),
+            subject: job.subject.clone(),
+            run_id: job.plan.run_id.clone(),
+            incident: job.plan.incident.clone(),
+            tool: job.plan.tool.clone(),
+            policy_version: self.config.policy.version().to_owned(),
+            plan_hash: Some(job.plan_hash.0.clone()),
+            executor_identity: Some(job.executor.clone()),
+            approval_id: job.approval_id.clone(),
+            approver: None,
+            decision,
+            code: code.map(|c| c.as_str().to_owned()),
+            reason: Some(format!("reconciled: {} → {}", job.status.as_str(), to.as_str())),
+            timings: Timings::default(),
+        };
+        self.stores.audit.append(vec![record]).await?;
+        Ok(())
     }
 }

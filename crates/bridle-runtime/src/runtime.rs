@@ -168,7 +168,10 @@ impl RuntimeBuilder {
         let stores = Stores::open(&url)
             .await
             .map_err(|source| BuildError::Store { what: "store", source })?
-            .with_batched_audit(AUDIT_BATCH);
+            .with_batched_audit(AUDIT_BATCH)
+            .with_audit_settings(&self.config.audit);
+        // `[audit] retention_days`: applied now and every hour while the runtime lives.
+        let _retention = crate::audit::spawn_retention(stores.audit.clone(), &self.config.audit);
         // 2. checkpointer (beside the store unless configured elsewhere)
         let checkpoints_url = settings.checkpoints_url.clone().unwrap_or_else(|| url.clone());
         let checkpointer = open_checkpointer(&checkpoints_url, settings.strictness)
@@ -221,7 +224,7 @@ impl RuntimeBuilder {
 }
 
 /// The configured model: `BRIDLE_LLM_URL` wins over `[llm]`.
-fn model_client(settings: &LlmSettings, env: &Env) -> Result<Arc<dyn LlmClient>, BuildError> {
+pub fn model_client(settings: &LlmSettings, env: &Env) -> Result<Arc<dyn LlmClient>, BuildError> {
     let openai = |base_url: &str, model: &str, key: Option<String>| -> Result<Arc<dyn LlmClient>, BuildError> {
         let mut config = OpenAiConfig::new(base_url, model);
         config.api_key = key;

@@ -12,7 +12,9 @@ pub mod sqlite;
 
 use std::sync::Arc;
 
-use bridle_core::ports::{ApprovalLedger, AuditLog, BudgetStore, DecisionLog, JobStore, RunFlags, StoreError};
+use bridle_core::ports::{
+    ActionLedger, ApprovalLedger, AuditLog, BudgetStore, DecisionLog, JobStore, RunFlags, StoreError,
+};
 
 pub use memory::MemoryStore;
 pub use postgres::PostgresStore;
@@ -33,6 +35,8 @@ pub struct Stores {
     pub decisions: Arc<dyn DecisionLog>,
     /// Run flags (taint).
     pub run_flags: Arc<dyn RunFlags>,
+    /// Automatic changes per resource (`[levels] auto_limit`).
+    pub actions: Arc<dyn ActionLedger>,
     /// The URL it was opened from (`memory` for the in-memory store), without any password.
     pub url: String,
 }
@@ -41,7 +45,7 @@ impl Stores {
     /// All ports from one backend value.
     pub fn from_backend<S>(backend: Arc<S>, url: &str) -> Self
     where
-        S: ApprovalLedger + JobStore + BudgetStore + AuditLog + DecisionLog + RunFlags + 'static,
+        S: ApprovalLedger + JobStore + BudgetStore + AuditLog + DecisionLog + RunFlags + ActionLedger + 'static,
     {
         Self {
             approvals: backend.clone(),
@@ -49,7 +53,8 @@ impl Stores {
             budgets: backend.clone(),
             audit: backend.clone(),
             decisions: backend.clone(),
-            run_flags: backend,
+            run_flags: backend.clone(),
+            actions: backend,
             url: url.to_owned(),
         }
     }
@@ -59,6 +64,14 @@ impl Stores {
     #[must_use]
     pub fn with_batched_audit(mut self, max_batch: usize) -> Self {
         self.audit = Arc::new(crate::audit::BatchingAuditLog::start(self.audit, max_batch));
+        self
+    }
+
+    /// The same stores with `[audit]` applied to appends (`evidence = "metadata_only"` drops
+    /// every reason before it is stored). Masking needs nothing: every store masks evidence.
+    #[must_use]
+    pub fn with_audit_settings(mut self, settings: &bridle_core::config::AuditSettings) -> Self {
+        self.audit = crate::audit::apply_settings(self.audit, settings);
         self
     }
 

@@ -35,7 +35,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .route("/v1/audit", get(audit::list))
         .route("/v1/guard/scan", post(guard::scan))
         .route("/v1/check", post(check::check))
-        .route("/v1/runs", post(runs::start))
+        .route("/v1/runs", post(runs::start).get(runs::list))
         .route("/v1/runs/{id}", get(runs::show))
         .route("/v1/runs/{id}/events", get(runs::events))
         .route("/v1/runs/{id}/resume", post(runs::resume))

@@ -230,6 +230,7 @@ impl Modify for CallBodyChoice {
         api::guard::scan,
         api::check::check,
         api::runs::start,
+        api::runs::list,
         api::runs::show,
         api::runs::events,
         api::runs::resume,
@@ -239,7 +240,8 @@ impl Modify for CallBodyChoice {
     components(schemas(ErrorBody, ErrorDetail, Health, ToolList, ApprovalList, ApprovalAnswer, ApprovalShown, FieldChange, AuditPage, ScanAnswer, api::calls::CallBody, api::approvals::RejectBody,
         api::guard::ScanBody, api::guard::ScanChannel, api::check::CheckBody,
         api::runs::StartBody, api::runs::Pipeline, api::runs::AnalysisInput, api::runs::ResumeBody, api::runs::RunAccepted,
-        api::runs::RunStatus, api::runs::RunEventFrame, api::runs::DecisionList)),
+        api::runs::RunStatus, api::runs::RunEventFrame, api::runs::DecisionList, api::runs::RunState,
+        api::runs::RunListItem, api::runs::RunList)),
     modifiers(&BearerScheme, &MiddlewareResponses, &CallBodyChoice)
 )]
 pub struct ApiDoc;

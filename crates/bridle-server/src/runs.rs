@@ -3,14 +3,16 @@
 //! settings and decision log).
 //!
 //! A run's thread id is `{tenant}/{run_id}` with a server-made UUID as the run id, so every
-//! lookup goes through the caller's tenant and another tenant's run id is simply unknown. While
+//! lookup goes through the caller's tenant and another tenant's run id is simply unknown. Run
+//! ids are UUIDv7 (time first), so a tenant's threads by id descending are its runs newest
+//! first: that is how [`Runs::list`] pages. While
 //! a run is in flight its events are kept in memory and copied to every subscriber; once it has
 //! finished, what remains is the checkpointer's latest checkpoint.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use bridle_core::checkpoint::{Checkpoint, ThreadStatus};
+use bridle_core::checkpoint::{Checkpoint, ThreadQuery, ThreadStatus};
 use bridle_core::{Code, Rejection};
 use bridle_runtime::graph::{Event, Graph};
 use bridle_runtime::pipelines::analysis::{AnalysisOptions, Recorder, analysis_graph_recorded};
@@ -61,6 +63,28 @@ pub struct RunView {
     pub error: Option<Value>,
 }
 
+/// One run of a listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunSummary {
+    /// The run id (without the tenant).
+    pub run_id: String,
+    /// The pipeline's API name (empty before the first checkpoint).
+    pub pipeline: String,
+    /// Where it stands (`running` while in flight here).
+    pub status: ThreadStatus,
+    /// The super-step of the latest checkpoint (0 before the first).
+    pub steps: u64,
+}
+
+/// One page of a tenant's runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunPage {
+    /// Newest first.
+    pub runs: Vec<RunSummary>,
+    /// The `after` of the next page; `None` on the last one.
+    pub next_after: Option<String>,
+}
+
 /// The runs service `AppState::with_runs` installs.
 pub struct Runs {
     runtime: Arc<Runtime>,
@@ -108,7 +132,8 @@ impl Runs {
     /// Starts `pipeline` on `input` for `tenant` in the background; returns the run id.
     pub fn start(&self, tenant: &str, pipeline: &str, input: Value) -> Result<String, RunError> {
         let graph = self.graph(pipeline, tenant)?;
-        let run_id = uuid::Uuid::new_v4().to_string();
+        // v7: ids sort by start time, which `list` relies on.
+        let run_id = uuid::Uuid::now_v7().to_string();
         let thread = thread_id(tenant, &run_id);
         self.track(&thread)?;
         let stream = graph.stream(self.runtime.run_config(&thread), input);
@@ -205,6 +230,60 @@ impl Runs {
         Ok(rx)
     }
 
+    /// A page of `tenant`'s runs, newest first: those with a checkpoint (from the checkpointer)
+    /// and those in flight here that have none yet; below the run id `after` when given, with
+    /// `status` when given (a run in flight here counts as `running`).
+    pub async fn list(
+        &self,
+        tenant: &str,
+        after: Option<&str>,
+        status: Option<ThreadStatus>,
+        limit: u32,
+    ) -> Result<RunPage, RunError> {
+        let prefix = thread_id(tenant, "");
+        let before = after.map(|a| thread_id(tenant, a));
+        // A run in flight here may have a checkpoint of another status (an answered interrupt,
+        // a failed step being retried); it is asked for unfiltered and filtered below.
+        let query = ThreadQuery { prefix: prefix.clone(), before: before.clone(), status: None, limit };
+        let stored = self.runtime.checkpointer.threads(&query).await.map_err(|e| internal(&e))?;
+        // A full page ends at its last thread: later ones (in flight or not) belong to the next.
+        let cut = (stored.len() >= limit as usize).then(|| stored.last().map(|t| t.thread_id.clone())).flatten();
+        let live: Vec<String> = {
+            let map = self.live.lock().map_err(|_| RunError::Internal("runs lock poisoned".into()))?;
+            map.keys()
+                .filter(|t| t.starts_with(&prefix))
+                .filter(|t| before.as_ref().is_none_or(|b| *t < b))
+                .filter(|t| cut.as_ref().is_none_or(|c| *t >= c))
+                .cloned()
+                .collect()
+        };
+        let mut runs: Vec<(String, RunSummary)> = stored
+            .into_iter()
+            .map(|t| {
+                let pipeline = pipeline_of_graph(&t.graph).unwrap_or("unknown").to_owned();
+                let status = if live.contains(&t.thread_id) { ThreadStatus::Running } else { t.status };
+                let run_id = t.thread_id.strip_prefix(&prefix).unwrap_or_default().to_owned();
+                (t.thread_id, RunSummary { run_id, pipeline, status, steps: t.step })
+            })
+            .collect();
+        for thread in live {
+            if !runs.iter().any(|(t, _)| *t == thread) {
+                let run_id = thread.strip_prefix(&prefix).unwrap_or_default().to_owned();
+                let summary = RunSummary { run_id, pipeline: String::new(), status: ThreadStatus::Running, steps: 0 };
+                runs.push((thread, summary));
+            }
+        }
+        runs.retain(|(_, r)| status.is_none_or(|s| r.status == s));
+        runs.sort_by(|a, b| b.0.cmp(&a.0));
+        runs.truncate(limit as usize);
+        let next_after = if runs.len() >= limit as usize {
+            runs.last().map(|(_, r)| r.run_id.clone())
+        } else {
+            cut.and_then(|c| c.strip_prefix(&prefix).map(str::to_owned))
+        };
+        Ok(RunPage { runs: runs.into_iter().map(|(_, r)| r).collect(), next_after })
+    }
+
     async fn latest(&self, thread: &str) -> Result<Option<Checkpoint>, RunError> {
         self.runtime.checkpointer.latest(thread).await.map_err(|e| internal(&e))
     }
@@ -257,6 +336,11 @@ fn not_found(run_id: &str) -> RunError {
 
 /// The API name of the pipeline that wrote `checkpoint`.
 fn pipeline_of(checkpoint: &Checkpoint) -> Option<&'static str> {
-    let graph = checkpoint.graph.split('@').next().unwrap_or_default();
+    pipeline_of_graph(&checkpoint.graph)
+}
+
+/// The API name of the pipeline of `graph` (`name@hash`).
+fn pipeline_of_graph(graph: &str) -> Option<&'static str> {
+    let graph = graph.split('@').next().unwrap_or_default();
     PIPELINES.iter().find(|(_, g)| *g == graph).map(|(name, _)| *name)
 }

@@ -23,9 +23,9 @@ pub async fn run(
     listen: Option<&str>,
     log_json: bool,
 ) -> anyhow::Result<ExitCode> {
-    super::observability::init_logging(log_json);
     let auth = AuthConfig::from_env().context("cannot verify tokens")?;
     let config = Arc::new(super::config(config)?);
+    let telemetry = super::observability::init_telemetry(log_json, config.server.otlp_endpoint.as_deref())?;
     let mut builder = RuntimeBuilder::new(config);
     if let Some(db) = db {
         builder = builder.store_url(db);
@@ -68,5 +68,6 @@ pub async fn run(
     if let Ok(runtime) = Arc::try_unwrap(runtime) {
         runtime.shutdown().await;
     }
+    telemetry.shutdown().await;
     Ok(ExitCode::SUCCESS)
 }

@@ -39,3 +39,25 @@ fn the_runtime_benchmark_prints_every_key_with_samples_and_units() {
     // the benchmark's SQLite files live in a temporary directory, not beside the caller
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+#[test]
+fn the_decisions_benchmark_runs_tiny_and_verifies_its_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}?synchronous=full", dir.path().join("b.db").display());
+    for batch in ["0", "16"] {
+        let args = ["bench", "decisions", "--store", &db, "--concurrency", "4", "--seconds", "0.2", "--batch", batch];
+        let out = bridle(&[&args[..], &["--json", "--threads", "2"]].concat(), dir.path());
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let report: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+        assert_eq!(report["backend"], "sqlite");
+        assert_eq!(report["durability"], "full");
+        assert_eq!(report["batch"], if batch == "0" { Value::Null } else { 16.into() });
+        assert!(report["decisions"].as_u64().unwrap() > 0, "{report}");
+        assert!(report["decisions_per_s"].as_f64().unwrap() > 0.0);
+        assert!(report["latency_us"]["p99"].as_f64().unwrap() >= report["latency_us"]["p50"].as_f64().unwrap());
+        assert!(report["audit_events_verified"].as_u64().unwrap() >= report["decisions"].as_u64().unwrap());
+    }
+    let out = bridle(&["bench", "decisions", "--store", "memory", "--seconds", "0.1", "--replicas", "2"], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("decisions/s"), "{}", text(&out.stdout));
+}

@@ -31,6 +31,43 @@ fn demo_on_a_sqlite_file_then_audit_verify_and_export() {
 }
 
 #[test]
+fn demo_fab_passes_every_seed_000_scenario_and_can_run_again_on_one_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("fab.db").display());
+    for round in 0..2 {
+        let out = bridle(&["demo", "fab", "--db", &db], dir.path());
+        assert!(out.status.success(), "round {round}: {}{}", text(&out.stdout), text(&out.stderr));
+        let stdout = text(&out.stdout);
+        let names: Vec<&str> = stdout.lines().map(|l| l.strip_suffix(": passed").unwrap_or(l)).collect();
+        assert_eq!(names.len(), 9, "{stdout}");
+        for name in [
+            "etch_delta_rejected",
+            "diagnosis_candidates_need_human",
+            "chat_injection_blocked",
+            "canary_leak_blocked",
+            "runaway_loop_stopped",
+            "negative_temperature_rejected",
+            "llm_down_rule_fallback",
+            "reject_regenerate_reapprove",
+        ] {
+            assert!(names.contains(&name), "{name} missing from {stdout}");
+        }
+    }
+    // The evidence stayed in the store, and the fab tenant's chain verifies.
+    let verify = bridle(&["audit", "verify", "--db", &db], dir.path());
+    assert!(verify.status.success(), "{}", text(&verify.stderr));
+    assert!(text(&verify.stdout).contains("fab-1: ok ("), "{}", text(&verify.stdout));
+}
+
+#[test]
+fn demo_rejects_an_unknown_variant() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = bridle(&["demo", "factory"], dir.path());
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("factory"), "{}", text(&out.stderr));
+}
+
+#[test]
 fn validate_lists_every_error_and_fails() {
     let dir = tempfile::tempdir().unwrap();
     let toml = copy_example(dir.path());

@@ -36,6 +36,14 @@ pub(super) struct RawConfig {
     pub server: super::server::RawServer,
     #[serde(default)]
     pub adapters: super::adapters::RawAdapters,
+    #[serde(default)]
+    pub levels: super::decisions::RawLevels,
+    #[serde(default)]
+    pub diagnosis: super::decisions::RawDiagnosis,
+    #[serde(default)]
+    pub fallback: Vec<super::decisions::RawFallbackRule>,
+    #[serde(default)]
+    pub audit: super::audit::RawAudit,
 }
 
 /// `[guard]`: channel limits and sensitive terms; every field optional.
@@ -141,6 +149,9 @@ fn default_ttl() -> u64 {
 pub(super) struct RawAdapter {
     #[serde(default)]
     pub memory: Vec<RawMemoryResource>,
+    /// `"fab"`: the in-process adapter is the fab simulator over the memory resources.
+    #[serde(default)]
+    pub simulator: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -223,3 +223,19 @@ pub(super) fn llm_settings(raw: Option<&RawLlm>, files: &dyn Files, errors: &mut
         }
     }
 }
+
+/// A model configuration file of its own (`bridle replay --model FILE`): an `[llm]` section
+/// like `bridle.toml`'s, with `script` relative to the file's directory through `files`.
+pub fn llm_from_toml(text: &str, files: &dyn Files) -> Result<LlmSettings, super::ConfigErrors> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct ModelFile {
+        llm: RawLlm,
+    }
+    let parsed: ModelFile = toml::from_str(text).map_err(|e| {
+        super::ConfigErrors(vec![super::ConfigError { at: "llm".to_owned(), message: e.message().to_owned() }])
+    })?;
+    let mut errors = Errors::default();
+    let settings = llm_settings(Some(&parsed.llm), files, &mut errors);
+    errors.into_result(settings)
+}

@@ -8,6 +8,8 @@
 //! rate_per_second = 50.0         # per principal (tenant and subject): 429 rate_limited
 //! burst = 100
 //! request_timeout_ms = 30000     # 408 request_timeout
+//! otlp_endpoint = "http://127.0.0.1:4318"   # OTLP/HTTP trace export (off when absent);
+//!                                           # OTEL_EXPORTER_OTLP_ENDPOINT overrides it
 //! ```
 
 use std::time::Duration;
@@ -25,6 +27,7 @@ pub(super) struct RawServer {
     rate_per_second: Option<f64>,
     burst: Option<u32>,
     request_timeout_ms: Option<u64>,
+    otlp_endpoint: Option<String>,
 }
 
 /// Validated `[server]`.
@@ -42,6 +45,9 @@ pub struct ServerSettings {
     pub burst: u32,
     /// Longest a request may take.
     pub request_timeout: Duration,
+    /// Base URL of an OTLP/HTTP collector (`/v1/traces` is appended); trace export is off
+    /// without it (unless `OTEL_EXPORTER_OTLP_ENDPOINT` names one).
+    pub otlp_endpoint: Option<String>,
 }
 
 impl Default for ServerSettings {
@@ -53,6 +59,7 @@ impl Default for ServerSettings {
             rate_per_second: 50.0,
             burst: 100,
             request_timeout: Duration::from_secs(30),
+            otlp_endpoint: None,
         }
     }
 }
@@ -84,6 +91,11 @@ pub(super) fn server_settings(raw: &RawServer, errors: &mut Errors) -> ServerSet
     {
         errors.push("server.listen", format!("`{listen}` is not an address like 127.0.0.1:8080"));
     }
+    if let Some(endpoint) = &raw.otlp_endpoint
+        && !(endpoint.starts_with("http://") || endpoint.starts_with("https://"))
+    {
+        errors.push("server.otlp_endpoint", format!("`{endpoint}` is not an http:// or https:// URL"));
+    }
     ServerSettings {
         listen: raw.listen.clone(),
         max_body_bytes,
@@ -91,5 +103,6 @@ pub(super) fn server_settings(raw: &RawServer, errors: &mut Errors) -> ServerSet
         rate_per_second,
         burst,
         request_timeout: Duration::from_millis(timeout_ms),
+        otlp_endpoint: raw.otlp_endpoint.clone(),
     }
 }

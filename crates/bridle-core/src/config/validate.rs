@@ -29,6 +29,11 @@ impl Errors {
     pub(super) fn push(&mut self, at: impl Into<String>, message: impl Into<String>) {
         self.0.push(ConfigError { at: at.into(), message: message.into() });
     }
+
+    /// `value`, unless an error was collected.
+    pub(super) fn into_result<T>(self, value: T) -> Result<T, ConfigErrors> {
+        if self.0.is_empty() { Ok(value) } else { Err(ConfigErrors(self.0)) }
+    }
 }
 
 /// Parses and validates `bridle.toml` text; referenced files are read through `files`.
@@ -104,7 +109,19 @@ pub fn load(text: &str, files: &dyn Files) -> Result<Config, ConfigErrors> {
     let llm = super::runtime::llm_settings(raw.llm.as_ref(), files, &mut errors);
     let webhooks = super::webhooks::webhook_settings(&raw.webhooks, &mut errors);
     let server = super::server::server_settings(&raw.server, &mut errors);
+    let audit = super::audit::audit_settings(&raw.audit, &mut errors);
     let adapters = super::adapters::adapter_settings(&raw.adapters, &raw.tools, &registry, &mut errors);
+    let levels = super::decisions::level_settings(&raw.levels, &mut errors);
+    let diagnosis = super::decisions::diagnosis_settings(&raw.diagnosis, &mut errors);
+    let fallback = super::decisions::fallback_rules(raw.fallback, &registry, &mut errors);
+    let simulator = match raw.adapter.simulator.as_deref() {
+        None => None,
+        Some("fab") => Some(super::Simulator::Fab),
+        Some(other) => {
+            errors.push("adapter.simulator", format!("`{other}` is not a simulator (known: `fab`)"));
+            None
+        }
+    };
 
     let policy = load_policy(&raw.policy, &registry, files, &mut errors);
 
@@ -124,6 +141,11 @@ pub fn load(text: &str, files: &dyn Files) -> Result<Config, ConfigErrors> {
             webhooks,
             server,
             adapters,
+            levels,
+            diagnosis,
+            fallback,
+            simulator,
+            audit,
         }),
         _ => Err(ConfigErrors(errors.0)),
     }

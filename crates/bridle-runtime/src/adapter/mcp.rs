@@ -107,6 +107,8 @@ impl McpAdapter {
                 ().serve(child).await.map_err(|e| e.to_string())?
             }
             McpUpstream::Http { url, .. } => {
+                // rmcp's reqwest client uses the build's one rustls provider (ring).
+                crate::llm::openai::install_tls_provider();
                 let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
                 if let Some(secret) = &self.credential {
                     config = config.auth_header(secret.clone());

@@ -78,4 +78,8 @@ impl AuditLog for BatchingAuditLog {
     async fn events(&self, tenant: &str, after: u64, limit: u32) -> StoreResult<Vec<AuditEvent>> {
         self.inner.events(tenant, after, limit).await
     }
+
+    async fn prune_evidence(&self, before: time::OffsetDateTime) -> StoreResult<u64> {
+        self.inner.prune_evidence(before).await
+    }
 }

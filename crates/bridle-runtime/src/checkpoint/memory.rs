@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
 use async_trait::async_trait;
-use bridle_core::checkpoint::{Checkpoint, TaskWrites};
+use bridle_core::checkpoint::{Checkpoint, TaskWrites, ThreadQuery, ThreadSummary};
 use bridle_core::ports::{Checkpointer, StoreError, StoreResult};
 
 /// One thread's checkpoints by step and task writes by step.
@@ -70,6 +70,29 @@ impl Checkpointer for MemoryCheckpointer {
     async fn delete_thread(&self, thread_id: &str) -> StoreResult<()> {
         self.with(|threads| {
             threads.remove(thread_id);
+        })
+    }
+
+    async fn threads(&self, query: &ThreadQuery) -> StoreResult<Vec<ThreadSummary>> {
+        self.with(|threads| {
+            let mut found: Vec<ThreadSummary> = threads
+                .iter()
+                .filter(|(id, _)| id.starts_with(&query.prefix))
+                .filter(|(id, _)| query.before.as_ref().is_none_or(|b| id.as_str() < b.as_str()))
+                .filter_map(|(id, t)| {
+                    let (_, c) = t.checkpoints.last_key_value()?;
+                    Some(ThreadSummary {
+                        thread_id: id.clone(),
+                        graph: c.graph.clone(),
+                        status: c.status,
+                        step: c.step,
+                    })
+                })
+                .filter(|s| query.status.is_none_or(|status| s.status == status))
+                .collect();
+            found.sort_by(|a, b| b.thread_id.cmp(&a.thread_id));
+            found.truncate(usize::try_from(query.limit).unwrap_or(usize::MAX));
+            found
         })
     }
 }

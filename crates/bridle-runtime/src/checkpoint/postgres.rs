@@ -7,11 +7,11 @@
 //! `put` is one statement: the upsert and both retention deletes run as data-modifying CTEs.
 
 use async_trait::async_trait;
-use bridle_core::checkpoint::{Checkpoint, TaskWrites};
+use bridle_core::checkpoint::{Checkpoint, TaskWrites, ThreadQuery, ThreadStatus, ThreadSummary};
 use bridle_core::ports::{Checkpointer, StoreError, StoreResult};
 use sqlx::PgPool;
 
-use super::{decode_checkpoint, decode_writes, encode, to_i64, to_step};
+use super::{decode_checkpoint, decode_writes, encode, prefix_end, summary, to_i64, to_step};
 use crate::store::postgres::{connect, db_err};
 
 /// Stores a checkpoint (replacing the same step's), then keeps only the thread's checkpoints
@@ -120,4 +120,31 @@ impl Checkpointer for PostgresCheckpointer {
         .map_err(db_err)?;
         Ok(())
     }
+
+    async fn threads(&self, query: &ThreadQuery) -> StoreResult<Vec<ThreadSummary>> {
+        // Below the previous page's last id, else below every id with the prefix.
+        let below = match (&query.before, prefix_end(&query.prefix)) {
+            (Some(before), Some(end)) => Some(before.clone().min(end)),
+            (before, end) => before.clone().or(end),
+        };
+        let rows: Vec<(String, i64, String, String)> = sqlx::query_as(THREADS)
+            .bind(&query.prefix)
+            .bind(below)
+            .bind(query.status.map(ThreadStatus::as_str))
+            .bind(i64::from(query.limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?;
+        rows.into_iter().map(|(thread_id, step, graph, status)| summary(thread_id, step, graph, &status)).collect()
+    }
 }
+
+/// The newest checkpoint of each thread whose id is in [$1, $2) (the prefix, and the end of its
+/// range or the previous page's last id; no bound when null), with status $3 when given; thread
+/// ids descending, at most $4. Comparisons and order use the "C" collation (bytes), as the other
+/// checkpointers do, whatever the database's collation.
+const THREADS: &str = "SELECT c.thread_id, c.step, c.graph, c.status FROM checkpoints c
+     WHERE c.thread_id COLLATE \"C\" >= $1::text AND ($2::text IS NULL OR c.thread_id COLLATE \"C\" < $2::text)
+       AND c.step = (SELECT MAX(m.step) FROM checkpoints m WHERE m.thread_id = c.thread_id)
+       AND ($3::text IS NULL OR c.status = $3::text)
+     ORDER BY c.thread_id COLLATE \"C\" DESC LIMIT $4";

@@ -21,13 +21,13 @@ use std::sync::{Arc, Mutex, PoisonError, TryLockError};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use bridle_core::checkpoint::{Checkpoint, TaskWrites};
+use bridle_core::checkpoint::{Checkpoint, TaskWrites, ThreadQuery, ThreadStatus, ThreadSummary};
 use bridle_core::ports::{Checkpointer, StoreError, StoreResult};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
 use time::OffsetDateTime;
 
-use super::{Strictness, decode_checkpoint, decode_writes, encode, to_i64, to_step};
+use super::{Strictness, decode_checkpoint, decode_writes, encode, prefix_end, summary, to_i64, to_step};
 use crate::store::sqlite::{create_parent_dir, is_in_memory, migrate};
 
 /// How long a write waits on SQLite's lock held by another writer (the store's connection,
@@ -61,7 +61,9 @@ impl SqliteCheckpointer {
     /// names and brings its schema up to date. `Strict` makes every commit fsync
     /// (`synchronous=FULL`); `Normal` survives a process crash (WAL, `synchronous=NORMAL`).
     pub async fn open(url: &str, strictness: Strictness) -> Result<Self, StoreError> {
-        let options = SqliteConnectOptions::from_str(url)
+        // The store's `synchronous=` parameter is not sqlx's; checkpoints keep their own strictness.
+        let (sqlx_url, _) = crate::store::sqlite::split_synchronous(url)?;
+        let options = SqliteConnectOptions::from_str(&sqlx_url)
             .map_err(|e| StoreError::Unavailable(format!("bad SQLite URL `{url}`: {e}")))?;
         let conn = if is_in_memory(url) {
             let conn = Connection::open_in_memory().map_err(|e| unavailable(url, &e))?;
@@ -265,4 +267,38 @@ impl Checkpointer for SqliteCheckpointer {
         })
         .await
     }
+
+    async fn threads(&self, query: &ThreadQuery) -> StoreResult<Vec<ThreadSummary>> {
+        // Below the previous page's last id, else below every id with the prefix.
+        let below = match (&query.before, prefix_end(&query.prefix)) {
+            (Some(before), Some(end)) => Some(before.clone().min(end)),
+            (before, end) => before.clone().or(end),
+        };
+        let args = (query.prefix.clone(), below, query.status.map(ThreadStatus::as_str), i64::from(query.limit));
+        let rows = self
+            .with(move |c| {
+                let (prefix, before, status, limit) = &args;
+                c.prepare_cached(THREADS)?
+                    .query_map(params![prefix, before, status, limit], |r| {
+                        Ok((
+                            r.get::<_, String>(0)?,
+                            r.get::<_, i64>(1)?,
+                            r.get::<_, String>(2)?,
+                            r.get::<_, String>(3)?,
+                        ))
+                    })?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .await?;
+        rows.into_iter().map(|(thread_id, step, graph, status)| summary(thread_id, step, graph, &status)).collect()
+    }
 }
+
+/// The newest checkpoint of each thread whose id is in [?1, ?2) (?1 the prefix, ?2 the end of the
+/// prefix's range or the previous page's last id; no bound when null), with status ?3 when
+/// given; thread ids descending (text compares as bytes here), at most ?4.
+const THREADS: &str = "SELECT c.thread_id, c.step, c.graph, c.status FROM checkpoints c
+     WHERE c.thread_id >= ?1 AND (?2 IS NULL OR c.thread_id < ?2)
+       AND c.step = (SELECT MAX(m.step) FROM checkpoints m WHERE m.thread_id = c.thread_id)
+       AND (?3 IS NULL OR c.status = ?3)
+     ORDER BY c.thread_id DESC LIMIT ?4";

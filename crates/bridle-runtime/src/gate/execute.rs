@@ -12,7 +12,7 @@
 
 use std::time::Instant;
 
-use bridle_core::audit::Decision;
+use bridle_core::audit::{AuditRecord, Decision, EventKind, Timings};
 use bridle_core::contract::{Mode, ToolContract};
 use bridle_core::job::{Job, JobStatus};
 use bridle_core::ports::{AdapterCall, AdapterError, Consume, Reserved};
@@ -88,7 +88,17 @@ pub(super) async fn change(
     }
     t.job_id = Some(job.id.clone());
     t.executor = Some(tool.executor.clone());
-    jobs.transition(&job.id, JobStatus::Reserved, JobStatus::Dispatched, None, gate.clock.now()).await?;
+    if !jobs.transition(&job.id, JobStatus::Reserved, JobStatus::Dispatched, None, gate.clock.now()).await? {
+        // INVARIANT: nothing is sent for a job reconciliation already settled as abandoned.
+        return Err(Rejection::new(
+            Code::AdapterFailed,
+            "the job was settled before it was dispatched; nothing was sent",
+        )
+        .into());
+    }
+    // Write-ahead: the dispatch is in the tenant's chain before the side effect, so a process
+    // killed after the adapter acted still leaves the change audited.
+    gate.stores.audit.append(vec![dispatched(gate, principal, run, &job, t)]).await?;
     let call = AdapterCall {
         tool: tool.name.clone(),
         tenant: principal.tenant.clone(),
@@ -118,6 +128,29 @@ pub(super) async fn change(
     let stored = serde_json::to_value(t.outcome(verdict.clone())).unwrap_or(Value::Null);
     jobs.transition(&job.id, JobStatus::Dispatched, status, Some(&stored), gate.clock.now()).await?;
     Ok((verdict, decision))
+}
+
+/// The `job_dispatched` event of `job` (call id: the job id; the call's id in the reason).
+fn dispatched(gate: &Gate, principal: &Principal, run: &RunContext, job: &Job, t: &Trace) -> AuditRecord {
+    AuditRecord {
+        kind: EventKind::JobDispatched,
+        call_id: job.id.clone(),
+        at: gate.clock.now(),
+        tenant: principal.tenant.clone(),
+        subject: principal.subject.clone(),
+        run_id: run.run_id.clone(),
+        incident: run.incident.clone(),
+        tool: job.plan.tool.clone(),
+        policy_version: gate.config.policy.version().to_owned(),
+        plan_hash: Some(job.plan_hash.0.clone()),
+        executor_identity: Some(job.executor.clone()),
+        approval_id: job.approval_id.clone(),
+        approver: t.approver.clone(),
+        decision: None,
+        code: None,
+        reason: Some(format!("dispatched by call `{}`", t.call_id)),
+        timings: Timings::default(),
+    }
 }
 
 /// Step 11: the masked (and for untrusted output, spotlighted) result, or its withholding.

@@ -11,8 +11,8 @@ use bridle_core::decision::DecisionRecord;
 use bridle_core::job::{Job, JobStatus};
 use bridle_core::plan::PlanHash;
 use bridle_core::ports::{
-    ApprovalLedger, AuditLog, BudgetKind, BudgetStore, Consume, Debit, DecisionLog, JobStore, Reserved, RunFlags,
-    StoreError, StoreResult,
+    ActionLedger, ApprovalLedger, AuditLog, BudgetKind, BudgetStore, Consume, Debit, DecisionLog, JobStore, Reserved,
+    RunFlags, StoreError, StoreResult,
 };
 use serde_json::Value;
 use time::OffsetDateTime;
@@ -26,6 +26,7 @@ struct Inner {
     audit: BTreeMap<String, Vec<AuditEvent>>,
     decisions: Vec<DecisionRecord>,
     taints: HashMap<(String, String), String>,
+    auto_actions: HashMap<(String, String), Vec<OffsetDateTime>>,
 }
 
 /// All ports in memory.
@@ -251,11 +252,50 @@ impl RunFlags for MemoryStore {
 }
 
 #[async_trait]
+impl ActionLedger for MemoryStore {
+    async fn admit_auto(
+        &self,
+        tenant: &str,
+        resource: &str,
+        at: OffsetDateTime,
+        window: std::time::Duration,
+        max: u32,
+    ) -> StoreResult<bool> {
+        let mut inner = self.lock()?;
+        let times = inner.auto_actions.entry(key(tenant, resource)).or_default();
+        let start = at - window;
+        times.retain(|t| *t > start);
+        if times.len() >= usize::try_from(max).unwrap_or(usize::MAX) {
+            return Ok(false);
+        }
+        times.push(at);
+        Ok(true)
+    }
+
+    async fn count_auto(
+        &self,
+        tenant: &str,
+        resource: &str,
+        at: OffsetDateTime,
+        window: std::time::Duration,
+    ) -> StoreResult<u64> {
+        let inner = self.lock()?;
+        let start = at - window;
+        let n = inner
+            .auto_actions
+            .get(&key(tenant, resource))
+            .map_or(0, |times| times.iter().filter(|t| **t > start && **t <= at).count());
+        Ok(u64::try_from(n).unwrap_or(u64::MAX))
+    }
+}
+
+#[async_trait]
 impl AuditLog for MemoryStore {
     async fn append(&self, records: Vec<AuditRecord>) -> StoreResult<Vec<AuditEvent>> {
         let mut inner = self.lock()?;
         let mut out = Vec::with_capacity(records.len());
-        for record in records {
+        for mut record in records {
+            crate::audit::mask_record(&mut record)?;
             let chain = inner.audit.entry(record.tenant.clone()).or_default();
             let event = AuditEvent::chain(record, chain.last().map(|e| (e.seq, e.hash.as_str())));
             chain.push(event.clone());
@@ -275,6 +315,13 @@ impl AuditLog for MemoryStore {
             .get(tenant)
             .map(|c| c.iter().filter(|e| e.seq > after).take(limit as usize).cloned().collect())
             .unwrap_or_default())
+    }
+
+    async fn prune_evidence(&self, before: time::OffsetDateTime) -> StoreResult<u64> {
+        let mut inner = self.lock()?;
+        let events = inner.audit.values_mut().flatten();
+        let pruned = events.filter(|e| e.record.at < before).map(AuditEvent::prune_evidence).filter(|p| *p).count();
+        Ok(u64::try_from(pruned).unwrap_or(u64::MAX))
     }
 }
 

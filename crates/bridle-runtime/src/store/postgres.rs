@@ -24,6 +24,7 @@
 
 mod approvals;
 mod audit;
+mod auto_actions;
 mod budgets;
 mod decisions;
 mod jobs;

@@ -163,5 +163,11 @@ pub(crate) fn audit_event(row: &impl Columns) -> StoreResult<AuditEvent> {
         },
         tenant: tenant.clone(),
     };
-    Ok(AuditEvent { seq, record, prev_hash: row.text("prev_hash")?, hash: row.text("hash")? })
+    Ok(AuditEvent {
+        seq,
+        record,
+        evidence_digest: row.opt_text("evidence_digest")?,
+        prev_hash: row.text("prev_hash")?,
+        hash: row.text("hash")?,
+    })
 }

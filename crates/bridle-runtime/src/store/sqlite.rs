@@ -12,6 +12,7 @@
 
 mod approvals;
 mod audit;
+pub(crate) mod auto_actions;
 mod budgets;
 mod decisions;
 mod jobs;
@@ -45,9 +46,11 @@ pub struct SqliteStore {
 
 impl SqliteStore {
     /// Opens (creating if missing) the database a `sqlite://PATH` or `sqlite::memory:` URL
-    /// names and brings its schema up to date.
+    /// names and brings its schema up to date. `?synchronous=full` (Bridle's parameter, not
+    /// sqlx's) fsyncs the WAL at every commit; the default is `normal`.
     pub async fn open(url: &str) -> Result<Self, StoreError> {
-        let base = SqliteConnectOptions::from_str(url)
+        let (sqlx_url, synchronous) = split_synchronous(url)?;
+        let base = SqliteConnectOptions::from_str(&sqlx_url)
             .map_err(|e| StoreError::Unavailable(format!("bad SQLite URL `{url}`: {e}")))?
             .busy_timeout(BUSY_TIMEOUT)
             .foreign_keys(true);
@@ -65,11 +68,8 @@ impl SqliteStore {
             Self { writer: pool.clone(), reader: pool }
         } else {
             create_parent_dir(base.get_filename())?;
-            let writer_options = base
-                .clone()
-                .create_if_missing(true)
-                .journal_mode(SqliteJournalMode::Wal)
-                .synchronous(SqliteSynchronous::Normal);
+            let writer_options =
+                base.clone().create_if_missing(true).journal_mode(SqliteJournalMode::Wal).synchronous(synchronous);
             let writer = SqlitePoolOptions::new()
                 .max_connections(1)
                 .idle_timeout(None)
@@ -101,6 +101,28 @@ impl SqliteStore {
     async fn write_tx(&self) -> StoreResult<Transaction<'static, Sqlite>> {
         self.writer.begin_with("BEGIN IMMEDIATE").await.map_err(db_err)
     }
+}
+
+/// Takes Bridle's `synchronous=normal|full` parameter off a SQLite URL (sqlx refuses parameters
+/// it does not know): the URL for sqlx and the writer's `synchronous` pragma.
+pub(crate) fn split_synchronous(url: &str) -> StoreResult<(String, SqliteSynchronous)> {
+    let Some((base, query)) = url.split_once('?') else { return Ok((url.to_owned(), SqliteSynchronous::Normal)) };
+    let mut synchronous = SqliteSynchronous::Normal;
+    let mut rest = Vec::new();
+    for param in query.split('&') {
+        match param.split_once('=') {
+            Some(("synchronous", "normal" | "NORMAL")) => synchronous = SqliteSynchronous::Normal,
+            Some(("synchronous", "full" | "FULL")) => synchronous = SqliteSynchronous::Full,
+            Some(("synchronous", other)) => {
+                return Err(StoreError::Unavailable(format!(
+                    "SQLite `synchronous={other}` is not supported (use `normal` or `full`)"
+                )));
+            }
+            _ => rest.push(param),
+        }
+    }
+    let url = if rest.is_empty() { base.to_owned() } else { format!("{base}?{}", rest.join("&")) };
+    Ok((url, synchronous))
 }
 
 /// Whether a URL names an in-memory database (as sqlx parses it).

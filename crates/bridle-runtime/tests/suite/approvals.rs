@@ -178,6 +178,39 @@ async fn exercise_3_a_lost_response_leaves_the_job_unknown_until_reconciled() {
     assert_eq!(job.outcome.unwrap()["result"]["replicas"], 3);
     assert_eq!(h.adapter.changes_applied(), 1, "reconciling never re-executes");
     assert!(h.gate.reconcile().await.unwrap().is_empty());
+    // The dispatch was audited before the side effect, the settlement after it, both by job id.
+    let job_events: Vec<_> = h
+        .events()
+        .await
+        .into_iter()
+        .filter(|e| e.record.call_id == job_id)
+        .map(|e| (e.record.kind, e.record.reason.clone().unwrap_or_default()))
+        .collect();
+    assert_eq!(job_events.len(), 2, "{job_events:?}");
+    assert_eq!(job_events[0].0, EventKind::JobDispatched);
+    assert_eq!(job_events[1], (EventKind::JobSettled, "reconciled: unknown → succeeded".to_owned()));
+}
+
+#[tokio::test]
+async fn a_job_abandoned_by_a_dead_process_is_reconciled_after_its_grace() {
+    let h = H::checkout();
+    let r = run();
+    h.approved("a-1", &change(3), &r).await;
+    let me = h.who("requester-1");
+    let call = CallRequest::new("scale_replicas", change(3)).with_approval("a-1");
+    let job_id = h.gate.call(&me, &r, &call).await.unwrap().job_id.unwrap();
+    // As if the process died between dispatch and answer: the job is back to `dispatched`.
+    let jobs = &h.gate.stores().jobs;
+    let now = h.clock_now();
+    assert!(jobs.transition(&job_id, JobStatus::Succeeded, JobStatus::Dispatched, None, now).await.unwrap());
+    assert!(h.gate.reconcile().await.unwrap().is_empty(), "within its tool's timeout + grace: in flight");
+    // scale_replicas times out after 5 s; the default grace is 60 s.
+    h.clock.set(now + time::Duration::seconds(64));
+    assert!(h.gate.reconcile().await.unwrap().is_empty(), "still within");
+    h.clock.set(now + time::Duration::seconds(66));
+    let settled = h.gate.reconcile().await.unwrap();
+    assert_eq!((settled.len(), settled[0].from, settled[0].to), (1, JobStatus::Dispatched, JobStatus::Succeeded));
+    assert_eq!(h.adapter.changes_applied(), 1, "asked, never re-executed");
 }
 
 #[tokio::test]

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use anyhow::ensure;
-use bridle_core::checkpoint::{Checkpoint, InterruptRecord, TaskSpec, TaskWrites, ThreadStatus};
+use bridle_core::checkpoint::{Checkpoint, InterruptRecord, TaskSpec, TaskWrites, ThreadQuery, ThreadStatus};
 use bridle_core::ports::Checkpointer;
 use bridle_runtime::checkpoint::{Strictness, open_checkpointer};
 use serde_json::json;
@@ -84,6 +84,7 @@ contract!(
     threads_are_isolated,
     delete_thread_removes_everything,
     concurrent_put_writes_all_land,
+    threads_lists_a_prefix_by_id_descending_with_the_newest_status,
 );
 
 // ---- fixtures ----
@@ -259,5 +260,60 @@ async fn concurrent_put_writes_all_land(cp: Arc<dyn Checkpointer>) -> anyhow::Re
     let mut ids: Vec<String> = cp.writes(&t, 4).await?.into_iter().map(|w| w.task_id).collect();
     ids.sort();
     assert_eq!(ids, (0..8).map(|i| format!("4:{i}")).collect::<Vec<_>>());
+    Ok(())
+}
+
+/// A tenant's listing: only ids under the prefix (taken literally, `%` and `_` included), the
+/// newest checkpoint's status and step, byte order descending, pages with `before` and `limit`.
+async fn threads_lists_a_prefix_by_id_descending_with_the_newest_status(
+    cp: Arc<dyn Checkpointer>,
+) -> anyhow::Result<()> {
+    let prefix = format!("t_{}%/", uuid::Uuid::new_v4().simple());
+    let id = |name: &str| format!("{prefix}{name}");
+    let with = |thread: &str, step: u64, status: ThreadStatus| {
+        let mut c = checkpoint(thread, step);
+        c.status = status;
+        c
+    };
+    // `b`: interrupted at step 0, done at step 1 (two checkpoints kept).
+    cp.put(&with(&id("b"), 0, ThreadStatus::Interrupted), 5).await?;
+    cp.put(&with(&id("b"), 1, ThreadStatus::Done), 5).await?;
+    cp.put(&with(&id("a"), 2, ThreadStatus::Interrupted), 5).await?;
+    cp.put(&with(&id("C"), 0, ThreadStatus::Running), 5).await?;
+    // Only task writes: not listed.
+    cp.put_writes(&id("d"), 0, &writes("0:0", 1)).await?;
+    // Outside the prefix: a LIKE would let these through.
+    let outside = prefix.replace('_', "x").replace('%', "y");
+    cp.put(&with(&format!("{outside}a"), 0, ThreadStatus::Done), 5).await?;
+    cp.put(&with(prefix.trim_end_matches('/'), 0, ThreadStatus::Done), 5).await?;
+
+    let query = |before: Option<String>, status: Option<ThreadStatus>, limit: u32| ThreadQuery {
+        prefix: prefix.clone(),
+        before,
+        status,
+        limit,
+    };
+    let all = cp.threads(&query(None, None, 10)).await?;
+    let ids: Vec<&str> = all.iter().map(|t| t.thread_id.as_str()).collect();
+    // Byte order: `C` (0x43) sorts before `a` and `b`.
+    assert_eq!(ids, [id("b"), id("a"), id("C")]);
+    let b = &all[0];
+    assert_eq!((b.status, b.step, b.graph.as_str()), (ThreadStatus::Done, 1, "triage@3f2a9c"));
+
+    let page = cp.threads(&query(None, None, 2)).await?;
+    assert_eq!(page.iter().map(|t| t.thread_id.clone()).collect::<Vec<_>>(), [id("b"), id("a")]);
+    let rest = cp.threads(&query(Some(id("a")), None, 2)).await?;
+    assert_eq!(rest.iter().map(|t| t.thread_id.clone()).collect::<Vec<_>>(), [id("C")]);
+    ensure!(cp.threads(&query(Some(id("C")), None, 2)).await?.is_empty());
+
+    // The status is the newest checkpoint's: `b` is no longer interrupted.
+    let interrupted = cp.threads(&query(None, Some(ThreadStatus::Interrupted), 10)).await?;
+    assert_eq!(interrupted.iter().map(|t| t.thread_id.clone()).collect::<Vec<_>>(), [id("a")]);
+    let done = cp.threads(&query(None, Some(ThreadStatus::Done), 10)).await?;
+    assert_eq!(done.iter().map(|t| t.thread_id.clone()).collect::<Vec<_>>(), [id("b")]);
+
+    cp.delete_thread(&id("b")).await?;
+    let left = cp.threads(&query(None, None, 10)).await?;
+    assert_eq!(left.iter().map(|t| t.thread_id.clone()).collect::<Vec<_>>(), [id("a"), id("C")]);
     Ok(())
 }

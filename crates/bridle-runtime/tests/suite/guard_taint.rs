@@ -16,11 +16,11 @@ const SECRET: &str = "AKIAIOSFODNN7EXAMPLE";
 const EMAIL: &str = "kim.operator@example.com";
 
 /// The delimiter of tenant `fab-1`, run `run-101` (the run of `support::run()`).
-fn delimiter() -> String {
+pub(super) fn delimiter() -> String {
     Mulberry32::new(run_seed("fab-1", "run-101")).delimiter()
 }
 
-fn config() -> Config {
+pub(super) fn config() -> Config {
     let toml = format!(
         r#"
 [policy]

@@ -1,7 +1,9 @@
 //! The MCP gateway: tools of an upstream MCP server (this test binary re-executed as a tiny
-//! stdio server, see `upstream_child`) imported under Bridle contracts and called through the
-//! gate — a read passes, the change needs approval, an upstream `isError` is `adapter_failed`
-//! (clipped and masked), a contract that does not match the upstream schema fails.
+//! stdio server, see `upstream_child`, or an rmcp server over Streamable HTTP in this process,
+//! see `mcp_upstream.rs`) imported under Bridle contracts and called through the gate — a read
+//! passes, the change needs approval and then runs exactly once, an upstream `isError` is
+//! `adapter_failed` (clipped and masked), a contract that does not match the upstream schema
+//! fails, and an HTTP upstream only ever sees Bridle's own credential.
 
 use std::io::{BufRead, Write};
 use std::sync::Arc;
@@ -93,6 +95,11 @@ input_schema = {{ type = "object", additionalProperties = false, required = ["it
 tenant = "shop-1"
 services = ["widget", "boom"]
 scopes = ["shop:read", "shop:change"]
+
+[principals.manager]
+tenant = "shop-1"
+services = ["widget"]
+scopes = ["approval:grant"]
 "#
     )
 }
@@ -205,4 +212,93 @@ async fn gateway_calls_are_gated_and_upstream_errors_fail() {
     let drifted = rejection(&call("drifted", json!({"item": "widget"})).await);
     assert_eq!(drifted.code, Code::AdapterFailed);
     assert!(drifted.message.contains("does not match"), "{}", drifted.message);
+}
+
+/// Bridle's own credential for the HTTP upstream (read from a file at start-up).
+const BRIDLE_CREDENTIAL: &str = "bridle-upstream-secret-7";
+
+/// The gateway's configuration with the upstream at `url` over Streamable HTTP, Bridle's
+/// credential read from `credential_file` when given.
+fn http_config(url: &str, credential_file: Option<&std::path::Path>) -> Arc<Config> {
+    let exe = std::env::current_exe().unwrap().display().to_string();
+    let toml: String = config_toml(&exe)
+        .lines()
+        .map(|line| {
+            if line.starts_with("command = ") {
+                let credential = credential_file.map(|f| format!("\ncredential_file = \"{}\"", f.display()));
+                format!("url = \"{url}\"{}", credential.unwrap_or_default())
+            } else if line.starts_with("env_allow = ") {
+                String::new()
+            } else {
+                line.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    Arc::new(load(&toml, &files).unwrap_or_else(|e| panic!("{e}")))
+}
+
+/// The change tool imported from a Streamable HTTP upstream: `approval_required` (although the
+/// upstream calls it read-only), approved through the desk by another principal, then the
+/// identical call runs exactly once and a repeat is refused as a replay, never a second run.
+/// Every request the upstream got carried Bridle's credential and nothing else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_upstream_change_runs_once_after_approval_with_bridles_own_credential() {
+    let upstream = super::mcp_upstream::start().await.unwrap();
+    let dir = tempfile::TempDir::new().unwrap();
+    let secret = dir.path().join("upstream.token");
+    std::fs::write(&secret, format!("{BRIDLE_CREDENTIAL}\n")).unwrap();
+    let c = http_config(&upstream.url, Some(&secret));
+    let adapter = bridle_runtime::adapter::from_config(&c).unwrap();
+    let clock = Arc::new(ManualClock::new(T0 + TimeDuration::seconds(10)));
+    let gate = Gate::new(c.clone(), Stores::memory(), adapter, clock);
+    let clerk = c.principals["clerk"].clone();
+    let run = run();
+    let restock = CallRequest::new("restock", json!({"item": "widget", "qty": 9}));
+
+    // A read passes straight through.
+    let read = gate.call(&clerk, &run, &CallRequest::new("lookup", json!({"item": "widget"}))).await.unwrap();
+    assert!(matches!(&read.verdict, Verdict::Ok { result } if result["item"] == "widget"), "{:?}", read.verdict);
+    assert_eq!(upstream.reads(), 1);
+
+    // The change waits for approval; the upstream is not called.
+    let first = gate.call(&clerk, &run, &restock).await.unwrap();
+    assert_eq!(rejection(&first).code, Code::ApprovalRequired);
+    let id = first.approval_id.clone().expect("an approval id");
+    assert_eq!(upstream.restocks(), 0);
+    // The requester cannot approve their own plan.
+    assert!(gate.grant(&clerk, &id).await.is_err());
+    assert_eq!(upstream.restocks(), 0);
+    gate.grant(&c.principals["manager"], &id).await.unwrap();
+
+    // The identical call runs, once.
+    let done = gate.call(&clerk, &run, &restock).await.unwrap();
+    match &done.verdict {
+        Verdict::Ok { result } => assert_eq!((result["qty"].as_i64(), result["restock"].as_i64()), (Some(9), Some(1))),
+        other => panic!("not executed: {other:?}"),
+    }
+    assert_eq!(done.approval_id.as_deref(), Some(id.as_str()));
+    assert_eq!(upstream.restocks(), 1);
+    // The approval is spent: the same call again asks for a new one and runs nothing.
+    let again = gate.call(&clerk, &run, &restock).await.unwrap();
+    assert_eq!(rejection(&again).code, Code::ApprovalRequired);
+    assert_ne!(again.approval_id.as_deref(), Some(id.as_str()));
+    assert_eq!(upstream.restocks(), 1);
+
+    // Every request carried Bridle's own credential, and only it.
+    assert_eq!(upstream.authorizations(), [format!("Bearer {BRIDLE_CREDENTIAL}")]);
+}
+
+/// Without a configured credential nothing is sent: the adapter never makes one up, nor
+/// forwards anything of the caller's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_upstream_without_a_credential_gets_no_authorization() {
+    let upstream = super::mcp_upstream::start().await.unwrap();
+    let c = http_config(&upstream.url, None);
+    let adapter = bridle_runtime::adapter::from_config(&c).unwrap();
+    let clock = Arc::new(ManualClock::new(T0 + TimeDuration::seconds(10)));
+    let gate = Gate::new(c.clone(), Stores::memory(), adapter, clock);
+    let read = gate.call(&c.principals["clerk"], &run(), &CallRequest::new("lookup", json!({"item": "widget"}))).await;
+    assert!(matches!(read.unwrap().verdict, Verdict::Ok { .. }));
+    assert_eq!(upstream.authorizations(), [String::new()]);
 }

@@ -8,8 +8,11 @@
 //! live in `store_contract/sqlite.rs`; PostgreSQL-only ones (many pools racing, as replicas
 //! do) in `store_contract/postgres.rs`.
 
+mod actions;
 mod postgres;
 mod sqlite;
+
+use actions::{auto_window_slides_per_tenant_and_resource, concurrent_auto_admissions_never_pass_the_limit};
 
 use std::collections::BTreeMap;
 
@@ -103,7 +106,11 @@ contract!(
     decision_log_records_newest_first,
     concurrent_reserves_consume_an_approval_once,
     concurrent_debits_never_pass_the_limit,
+    auto_window_slides_per_tenant_and_resource,
+    concurrent_auto_admissions_never_pass_the_limit,
 );
+
+mod evidence;
 
 // ---- fixtures ----
 

@@ -1,6 +1,6 @@
-//! `/v1/runs` and `/v1/decisions`: start a pipeline run in the background, read where it stands,
-//! follow its events as Server-Sent Events, answer one of its interrupts, and list the decision
-//! records of the caller's tenant. Runs live in the caller's tenant (thread `{tenant}/{run_id}`):
+//! `/v1/runs` and `/v1/decisions`: start a pipeline run in the background, list the caller's
+//! tenant's runs, read where one stands, follow its events as Server-Sent Events, answer one of
+//! its interrupts, and list the decision records of the caller's tenant. Runs live in the caller's tenant (thread `{tenant}/{run_id}`):
 //! another tenant's run id is 404 `not_found` like an unknown one. Without a runs service
 //! (`AppState::with_runs`) every route here answers 404 `not_found`.
 
@@ -12,6 +12,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use bridle_core::Code;
+use bridle_core::checkpoint::ThreadStatus;
 use futures_util::Stream;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -116,6 +117,71 @@ pub struct RunEventFrame {
     pub data: String,
 }
 
+/// Where a run stands, as a query filter.
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunState {
+    /// Steps remain (or it has not written a checkpoint yet).
+    Running,
+    /// Paused for an answer (`POST /v1/runs/{id}/resume`).
+    Interrupted,
+    /// Finished.
+    Done,
+    /// Stopped by an error.
+    Failed,
+    /// Stopped by cancellation.
+    Cancelled,
+}
+
+impl From<RunState> for ThreadStatus {
+    fn from(s: RunState) -> Self {
+        match s {
+            RunState::Running => Self::Running,
+            RunState::Interrupted => Self::Interrupted,
+            RunState::Done => Self::Done,
+            RunState::Failed => Self::Failed,
+            RunState::Cancelled => Self::Cancelled,
+        }
+    }
+}
+
+/// Query of `GET /v1/runs`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct RunsQuery {
+    /// Runs older than this run id (the previous page's `next_after`); default: from the newest.
+    pub after: Option<String>,
+    /// Only runs in this state.
+    pub status: Option<RunState>,
+    /// Page size, 1 to 1000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
+    pub limit: Option<u32>,
+}
+
+/// One run of `GET /v1/runs`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RunListItem {
+    /// The run id.
+    pub run_id: String,
+    /// The pipeline (empty before the first checkpoint).
+    pub pipeline: String,
+    /// `running`, `interrupted`, `done`, `failed` or `cancelled`.
+    pub status: String,
+    /// The super-step of the latest checkpoint.
+    pub steps: u64,
+}
+
+/// `GET /v1/runs`: one page.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RunList {
+    /// The caller's tenant's runs, newest first.
+    pub runs: Vec<RunListItem>,
+    /// `after` for the next page; null on the last one.
+    #[schema(required = true)]
+    pub next_after: Option<String>,
+}
+
 /// `GET /v1/decisions`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct DecisionList {
@@ -177,6 +243,52 @@ pub async fn start(
     let input = json!({"entity": body.input.entity, "data": body.input.data});
     let run_id = runs.start(&caller.0.tenant, "analysis", input).map_err(run_error)?;
     Ok((StatusCode::ACCEPTED, Json(RunAccepted { run_id, status: "running".into() })))
+}
+
+/// The caller's tenant's runs, newest first, a page at a time.
+#[utoipa::path(
+    get, path = "/v1/runs", tag = "runs",
+    params(RunsQuery),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "`{\"runs\": [run], \"next_after\": run_id | null}`; pass `next_after` as `after` for the next page", body = RunList),
+        (status = 400, description = "bad query (`bad_request`)", body = crate::openapi::ErrorBody),
+        (status = 403, description = "needs `runs:read` or `runs:start` (`forbidden`)", body = crate::openapi::ErrorBody),
+        (status = 404, description = "runs are not enabled on this server (`not_found`)", body = crate::openapi::ErrorBody),
+    )
+)]
+pub async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    query: Result<Query<RunsQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<RunList>, ApiError> {
+    caller.require_any(&[SCOPE_RUNS_READ, SCOPE_RUNS_START])?;
+    let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let runs = runs(&state)?;
+    let limit = query.limit.unwrap_or(DEFAULT_LIMIT);
+    if !(1..=MAX_LIMIT).contains(&limit) {
+        return Err(ApiError::bad_request(format!("`limit` must be between 1 and {MAX_LIMIT}")));
+    }
+    if let Some(after) = &query.after
+        && uuid::Uuid::parse_str(after).is_err()
+    {
+        return Err(ApiError::bad_request("`after` must be a run id"));
+    }
+    let page = runs
+        .list(&caller.0.tenant, query.after.as_deref(), query.status.map(ThreadStatus::from), limit)
+        .await
+        .map_err(run_error)?;
+    let items = page
+        .runs
+        .into_iter()
+        .map(|r| RunListItem {
+            run_id: r.run_id,
+            pipeline: r.pipeline,
+            status: r.status.as_str().to_owned(),
+            steps: r.steps,
+        })
+        .collect();
+    Ok(Json(RunList { runs: items, next_after: page.next_after }))
 }
 
 /// Where one of the caller's runs stands: status, steps, pending interrupts and state.

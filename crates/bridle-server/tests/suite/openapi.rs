@@ -26,6 +26,7 @@ async fn the_document_lists_every_route() {
         ("/v1/check", "post"),
         ("/metrics", "get"),
         ("/v1/runs", "post"),
+        ("/v1/runs", "get"),
         ("/v1/runs/{id}", "get"),
         ("/v1/runs/{id}/events", "get"),
         ("/v1/runs/{id}/resume", "post"),

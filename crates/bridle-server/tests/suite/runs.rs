@@ -1,6 +1,6 @@
 //! `/v1/runs` and `/v1/decisions` over seed 001's analysis pipeline on a scripted model: a run
 //! started over HTTP ends with a report, its events stream as SSE in order, its decisions stay
-//! in its tenant, and another tenant never sees it.
+//! in its tenant, the runs list pages newest first, and another tenant never sees it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -160,6 +160,76 @@ async fn decisions_are_listed_for_my_tenant_only() {
     assert_eq!(body["decisions"], json!([]));
     let (status, body) = get(&app, "/v1/decisions?limit=0", Some(&token)).await;
     assert_eq!((status, code(&body)), (StatusCode::BAD_REQUEST, "bad_request"));
+}
+
+#[tokio::test]
+async fn runs_are_listed_newest_first_a_page_at_a_time_for_my_tenant_only() {
+    let app = app(0).await;
+    let (a, b) = (tenant_a(), tenant_b());
+    let mut mine = Vec::new();
+    for _ in 0..3 {
+        let id = start(&app, &a).await;
+        wait_done(&app, &a, &id).await;
+        mine.push(id);
+    }
+    let theirs = start(&app, &b).await;
+    wait_done(&app, &b, &theirs).await;
+    mine.reverse();
+
+    let ids = |body: &Value| -> Vec<String> {
+        body["runs"].as_array().unwrap().iter().map(|r| r["run_id"].as_str().unwrap().to_owned()).collect()
+    };
+    let (status, body) = get(&app, "/v1/runs", Some(&a)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(ids(&body), mine, "newest first, tenant B's run absent: {body}");
+    assert_eq!(body["next_after"], Value::Null);
+    let first = &body["runs"][0];
+    assert_eq!((first["pipeline"].as_str(), first["status"].as_str()), (Some("analysis"), Some("done")), "{first}");
+    assert!(first["steps"].as_u64().unwrap() > 0, "{first}");
+
+    // Two pages of two.
+    let (status, page) = get(&app, "/v1/runs?limit=2", Some(&a)).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert_eq!(ids(&page), mine[..2]);
+    assert_eq!(page["next_after"], mine[1].as_str());
+    let (_, rest) = get(&app, &format!("/v1/runs?limit=2&after={}", mine[1]), Some(&a)).await;
+    assert_eq!(ids(&rest), mine[2..]);
+    assert_eq!(rest["next_after"], Value::Null);
+
+    // The status filter.
+    let (_, done) = get(&app, "/v1/runs?status=done", Some(&a)).await;
+    assert_eq!(ids(&done), mine);
+    let (_, interrupted) = get(&app, "/v1/runs?status=interrupted", Some(&a)).await;
+    assert_eq!(interrupted["runs"], json!([]));
+
+    // Tenant B sees its own run only, also when paging from one of A's ids.
+    let (_, body) = get(&app, "/v1/runs", Some(&b)).await;
+    assert_eq!(ids(&body), std::slice::from_ref(&theirs));
+    let (_, body) = get(&app, &format!("/v1/runs?after={}", mine[0]), Some(&b)).await;
+    assert!(ids(&body).iter().all(|id| *id == theirs), "{body}");
+
+    // Bad queries and scopes.
+    for query in ["limit=0", "limit=1001", "after=nope", "status=sleeping", "tenant=tenant-b"] {
+        let (status, body) = get(&app, &format!("/v1/runs?{query}"), Some(&a)).await;
+        assert_eq!((status, code(&body)), (StatusCode::BAD_REQUEST, "bad_request"), "{query}");
+    }
+    let viewer = token_for("viewer-4", "tenant-a", &["checkout"], &["service:read"]);
+    let (status, body) = get(&app, "/v1/runs", Some(&viewer)).await;
+    assert_eq!((status, code(&body)), (StatusCode::FORBIDDEN, "forbidden"));
+}
+
+#[tokio::test]
+async fn a_run_in_flight_is_listed_as_running() {
+    let app = app(300).await;
+    let token = tenant_a();
+    let id = start(&app, &token).await;
+    let (status, body) = get(&app, "/v1/runs?status=running", Some(&token)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["runs"][0]["run_id"], id.as_str(), "{body}");
+    assert_eq!(body["runs"][0]["status"], "running");
+    wait_done(&app, &token, &id).await;
+    let (_, body) = get(&app, "/v1/runs?status=running", Some(&token)).await;
+    assert_eq!(body["runs"], json!([]), "{body}");
 }
 
 #[tokio::test]

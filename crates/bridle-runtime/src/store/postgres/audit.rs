@@ -22,26 +22,29 @@ use bridle_core::audit::{AuditEvent, AuditRecord};
 use bridle_core::ports::{AuditLog, StoreResult};
 use sqlx::PgConnection;
 use sqlx::postgres::PgRow;
+use time::OffsetDateTime;
 
 use super::{PostgresStore, db_err, enum_name, to_i64, to_nanos, to_u64};
 
 /// The first key of the two-key advisory locks that serialize appends per tenant (`audt` as
 /// ASCII); the migration lock uses the one-key form, so the two never collide.
 const AUDIT_LOCK_SPACE: i32 = 0x6175_6474;
+/// Events whose evidence one prune statement drops.
+const PRUNE_PAGE: i64 = 1000;
 
 /// Stored columns, in insert order.
 const COLUMNS: &str = "tenant, seq, kind, call_id, at, at_offset, subject, run_id, incident, tool, \
      policy_version, plan_hash, executor_identity, approval_id, approver, decision, code, reason, total_us, \
-     policy_us, adapter_us, prev_hash, hash";
+     policy_us, adapter_us, prev_hash, hash, evidence_digest";
 
 /// Inserts a batch: each parameter is one column as an array, in [`COLUMNS`] order.
 const INSERT: &str = "INSERT INTO audit_events (tenant, seq, kind, call_id, at, at_offset, subject, run_id, incident,
          tool, policy_version, plan_hash, executor_identity, approval_id, approver, decision, code, reason,
-         total_us, policy_us, adapter_us, prev_hash, hash)
+         total_us, policy_us, adapter_us, prev_hash, hash, evidence_digest)
      SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::bigint[],
          $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[],
          $15::text[], $16::text[], $17::text[], $18::text[], $19::bigint[], $20::bigint[], $21::bigint[],
-         $22::text[], $23::text[])";
+         $22::text[], $23::text[], $24::text[])";
 
 /// A batch of events as column arrays.
 #[derive(Default)]
@@ -69,6 +72,7 @@ struct Columns {
     adapter_us: Vec<i64>,
     prev_hash: Vec<String>,
     hash: Vec<String>,
+    evidence_digest: Vec<Option<String>>,
 }
 
 impl Columns {
@@ -100,6 +104,7 @@ impl Columns {
         self.reason.push(r.reason.clone());
         self.prev_hash.push(event.prev_hash.clone());
         self.hash.push(event.hash.clone());
+        self.evidence_digest.push(event.evidence_digest.clone());
         Ok(())
     }
 
@@ -128,6 +133,7 @@ impl Columns {
             .bind(self.adapter_us)
             .bind(self.prev_hash)
             .bind(self.hash)
+            .bind(self.evidence_digest)
             .execute(conn)
             .await
             .map_err(db_err)?;
@@ -170,7 +176,8 @@ impl AuditLog for PostgresStore {
         }
         let mut events = Vec::with_capacity(records.len());
         let mut columns = Columns::default();
-        for record in records {
+        for mut record in records {
+            crate::audit::mask_record(&mut record)?;
             let prev = heads.get(&record.tenant).and_then(Option::as_ref).map(|(s, h)| (*s, h.as_str()));
             let event = AuditEvent::chain(record, prev);
             heads.insert(event.record.tenant.clone(), Some((event.seq, event.hash.clone())));
@@ -211,6 +218,31 @@ impl AuditLog for PostgresStore {
             .await
             .map_err(db_err)?;
         rows.iter().map(decode).collect()
+    }
+
+    async fn prune_evidence(&self, before: OffsetDateTime) -> StoreResult<u64> {
+        // A cut-off past the storable range means "everything" (or nothing, before it).
+        let far = if before > OffsetDateTime::UNIX_EPOCH { i64::MAX } else { i64::MIN };
+        let before = i64::try_from(before.unix_timestamp_nanos()).unwrap_or(far);
+        let mut pruned = 0;
+        // Short statements, so no prune holds many rows locked against a concurrent reader.
+        loop {
+            let done = sqlx::query(
+                "UPDATE audit_events SET reason = NULL WHERE (tenant, seq) IN (
+                     SELECT tenant, seq FROM audit_events
+                     WHERE reason IS NOT NULL AND evidence_digest IS NOT NULL AND at < $1 LIMIT $2)",
+            )
+            .bind(before)
+            .bind(PRUNE_PAGE)
+            .execute(&self.pool)
+            .await
+            .map_err(db_err)?
+            .rows_affected();
+            pruned += done;
+            if done < PRUNE_PAGE.unsigned_abs() {
+                return Ok(pruned);
+            }
+        }
     }
 }
 

@@ -26,6 +26,16 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/postgres/0001_checkpoints.sql"),
     },
     Migration { version: 2, name: "stores", sql: include_str!("../../../migrations/postgres/0002_stores.sql") },
+    Migration {
+        version: 3,
+        name: "audit_evidence",
+        sql: include_str!("../../../migrations/postgres/0003_audit_evidence.sql"),
+    },
+    Migration {
+        version: 4,
+        name: "auto_actions",
+        sql: include_str!("../../../migrations/postgres/0004_auto_actions.sql"),
+    },
 ];
 
 /// The advisory lock key that serializes migration runs (`bridle` as ASCII, an arbitrary

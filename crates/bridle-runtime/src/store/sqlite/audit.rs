@@ -11,18 +11,21 @@ use bridle_core::audit::{AuditEvent, AuditRecord};
 use bridle_core::ports::{AuditLog, StoreResult};
 use sqlx::SqliteConnection;
 use sqlx::sqlite::SqliteRow;
+use time::OffsetDateTime;
 
 use super::{SqliteStore, db_err, enum_name, to_i64, to_nanos, to_u64};
 
 /// Stored columns, in insert order.
 const COLUMNS: &str = "tenant, seq, kind, call_id, at, at_offset, subject, run_id, incident, tool, \
      policy_version, plan_hash, executor_identity, approval_id, approver, decision, code, reason, total_us, \
-     policy_us, adapter_us, prev_hash, hash";
+     policy_us, adapter_us, prev_hash, hash, evidence_digest";
 /// How many columns [`COLUMNS`] names.
-const WIDTH: usize = 23;
+const WIDTH: usize = 24;
 /// Rows per INSERT statement, largest first: a batch is cut into these sizes so only a few
-/// distinct statements are ever prepared (23 × 100 parameters stays far below SQLite's limit).
+/// distinct statements are ever prepared (24 × 100 parameters stays far below SQLite's limit).
 const CHUNKS: [usize; 3] = [100, 10, 1];
+/// Events whose evidence one prune transaction drops.
+const PRUNE_PAGE: i64 = 1000;
 
 /// An event converted to its column values.
 struct Stored<'a> {
@@ -90,7 +93,8 @@ async fn insert(conn: &mut SqliteConnection, rows: &[Stored<'_>]) -> StoreResult
             .bind(s.policy_us)
             .bind(s.adapter_us)
             .bind(&s.event.prev_hash)
-            .bind(&s.event.hash);
+            .bind(&s.event.hash)
+            .bind(&s.event.evidence_digest);
     }
     q.execute(conn).await.map_err(db_err)?;
     Ok(())
@@ -121,7 +125,8 @@ impl AuditLog for SqliteStore {
         // INVARIANT: heads are read under the write lock, so no other append interleaves.
         let mut heads: HashMap<String, Option<(u64, String)>> = HashMap::new();
         let mut events = Vec::with_capacity(records.len());
-        for record in records {
+        for mut record in records {
+            crate::audit::mask_record(&mut record)?;
             if !heads.contains_key(&record.tenant) {
                 let last = head(&mut tx, &record.tenant).await?;
                 heads.insert(record.tenant.clone(), last);
@@ -173,6 +178,33 @@ impl AuditLog for SqliteStore {
             .await
             .map_err(db_err)?;
         rows.iter().map(decode).collect()
+    }
+
+    async fn prune_evidence(&self, before: OffsetDateTime) -> StoreResult<u64> {
+        // A cut-off past the storable range means "everything" (or nothing, before it).
+        let far = if before > OffsetDateTime::UNIX_EPOCH { i64::MAX } else { i64::MIN };
+        let before = i64::try_from(before.unix_timestamp_nanos()).unwrap_or(far);
+        let mut pruned = 0;
+        // Short transactions, so appends wait for one page at a time, never for the whole prune.
+        loop {
+            let mut tx = self.write_tx().await?;
+            let done = sqlx::query(
+                "UPDATE audit_events SET reason = NULL WHERE (tenant, seq) IN (
+                     SELECT tenant, seq FROM audit_events
+                     WHERE reason IS NOT NULL AND evidence_digest IS NOT NULL AND at < ? LIMIT ?)",
+            )
+            .bind(before)
+            .bind(PRUNE_PAGE)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?
+            .rows_affected();
+            tx.commit().await.map_err(db_err)?;
+            pruned += done;
+            if done < PRUNE_PAGE.unsigned_abs() {
+                return Ok(pruned);
+            }
+        }
     }
 }
 

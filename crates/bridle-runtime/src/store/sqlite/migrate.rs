@@ -20,6 +20,16 @@ const MIGRATIONS: &[Migration] = &[
     Migration { version: 1, name: "init", sql: include_str!("../../../migrations/sqlite/0001_init.sql") },
     Migration { version: 2, name: "checkpoints", sql: include_str!("../../../migrations/sqlite/0002_checkpoints.sql") },
     Migration { version: 3, name: "run_taint", sql: include_str!("../../../migrations/sqlite/0003_run_taint.sql") },
+    Migration {
+        version: 4,
+        name: "audit_evidence",
+        sql: include_str!("../../../migrations/sqlite/0004_audit_evidence.sql"),
+    },
+    Migration {
+        version: 5,
+        name: "auto_actions",
+        sql: include_str!("../../../migrations/sqlite/0005_auto_actions.sql"),
+    },
 ];
 
 /// The SQL of every migration, oldest first (for a throwaway in-memory database opened by

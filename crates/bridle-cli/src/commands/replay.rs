@@ -1,0 +1,177 @@
+//! `bridle replay`: recorded decisions asked again of the current (or a given) model, with
+//! agreement per agent, a JSON + HTML report, `--ab` for two models side by side, and `--run`
+//! to find where one run first diverges.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use bridle_core::decision::DecisionRecord;
+use bridle_core::replay::Tolerance;
+use bridle_runtime::llm::{LlmClient, ScriptedModel};
+use bridle_runtime::replay::{AbReport, ReplayReport, Replayer, html};
+use bridle_runtime::runtime::{Env, model_client};
+
+/// What `bridle replay` was asked.
+pub struct Args<'a> {
+    pub config: &'a Option<PathBuf>,
+    pub db: Option<&'a str>,
+    pub json: bool,
+    pub tenant: &'a str,
+    pub model: Option<&'a Path>,
+    pub ab: Option<(&'a Path, &'a Path)>,
+    pub run: Option<&'a str>,
+    pub filters: &'a [String],
+    pub limit: u32,
+    pub tolerance: f64,
+    pub report: Option<&'a Path>,
+}
+
+/// A model from a file: an `[llm]` section like `bridle.toml`'s, or a scripted model's script.
+fn model_from(path: &Path) -> anyhow::Result<(Arc<dyn LlmClient>, String)> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading `{}`", path.display()))?;
+    let label = path.display().to_string();
+    if text.lines().any(|l| l.trim() == "[llm]") {
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let files =
+            move |rel: &str| std::fs::read_to_string(dir.join(rel)).map_err(|e| format!("cannot read `{rel}`: {e}"));
+        let settings = bridle_core::config::llm_from_toml(&text, &files).map_err(|e| anyhow::anyhow!("{e}"))?;
+        return Ok((model_client(&settings, &Env::default())?, label));
+    }
+    Ok((Arc::new(ScriptedModel::from_toml_str(&text).map_err(|e| anyhow::anyhow!("`{label}`: {e}"))?), label))
+}
+
+/// Keeps the records every `key=value` filter admits (`agent`, `verdict`, `run`).
+fn filtered(mut records: Vec<DecisionRecord>, filters: &[String]) -> anyhow::Result<Vec<DecisionRecord>> {
+    for f in filters {
+        let Some((key, value)) = f.split_once('=') else { bail!("filter `{f}` is not KEY=VALUE") };
+        match key {
+            "agent" => records.retain(|r| r.agent == value),
+            "verdict" => records.retain(|r| r.final_verdict == value),
+            "run" => records.retain(|r| r.pipeline_run_id == value),
+            other => bail!("unknown filter `{other}` (agent, verdict, run)"),
+        }
+    }
+    Ok(records)
+}
+
+fn progress(done: usize, total: usize) {
+    if done == total || done.is_multiple_of(10) {
+        eprintln!("replayed {done}/{total}");
+    }
+}
+
+fn print_report(r: &ReplayReport) -> anyhow::Result<()> {
+    super::out::line(&format!("model {}: {}/{} agree ({:.1}%)", r.model, r.agree, r.total, r.rate() * 100.0))?;
+    for a in &r.agents {
+        super::out::line(&format!(
+            "  {}: {}/{} agree ({:.1}%), same action {}, same parameters {}, same verdict {}, errors {}",
+            a.agent,
+            a.agree,
+            a.total,
+            a.rate() * 100.0,
+            a.action,
+            a.parameters,
+            a.verdict,
+            a.errors
+        ))?;
+    }
+    for item in r.disagreements() {
+        let why = match (&item.error, &item.comparison) {
+            (Some(e), _) => e.clone(),
+            (None, Some(c)) => c.differences.join("; "),
+            (None, None) => String::new(),
+        };
+        super::out::line(&format!("  differs {} ({}): {why}", item.decision_id, item.agent))?;
+    }
+    Ok(())
+}
+
+/// Writes `STEM.json` and `STEM.html` beside each other.
+fn write_report(path: &Path, json: &serde_json::Value, page: &str) -> anyhow::Result<()> {
+    let (json_path, html_path) = (path.with_extension("json"), path.with_extension("html"));
+    std::fs::write(&json_path, serde_json::to_vec_pretty(json)?).with_context(|| format!("{}", json_path.display()))?;
+    std::fs::write(&html_path, page).with_context(|| format!("{}", html_path.display()))?;
+    eprintln!("report: {} and {}", json_path.display(), html_path.display());
+    Ok(())
+}
+
+pub async fn run(args: Args<'_>) -> anyhow::Result<ExitCode> {
+    let config = super::config(args.config.as_deref())?;
+    let stores = super::stores(&config, args.db).await?;
+    let tolerance = Tolerance { relative: args.tolerance, ..Tolerance::default() };
+    let registry = config.registry.clone();
+    let replayer = |client: Arc<dyn LlmClient>| Replayer::new(client, registry.clone(), tolerance);
+    let current = || -> anyhow::Result<(Arc<dyn LlmClient>, String)> {
+        match args.model {
+            Some(path) => model_from(path),
+            None => Ok((model_client(&config.llm, &Env::from_process())?, "configured model".to_owned())),
+        }
+    };
+
+    if let Some(run_id) = args.run {
+        // Every record of the run, however old: a run is small.
+        let records = stores.decisions.recent(args.tenant, u32::MAX).await?;
+        let (client, _) = current()?;
+        let divergence = replayer(client).replay_run(run_id, &records).await;
+        if divergence.recorded == 0 {
+            bail!("no decision records of run `{run_id}` in tenant `{}`", args.tenant);
+        }
+        if args.json {
+            super::out::line(&serde_json::to_string(&divergence)?)?;
+        } else {
+            match &divergence.first {
+                None => super::out::line(&format!("run {run_id}: all {} decisions agree", divergence.recorded))?,
+                Some(item) => super::out::line(&format!(
+                    "run {run_id}: diverges at decision {} of {}, agent {} ({}): {}",
+                    divergence.replayed,
+                    divergence.recorded,
+                    item.agent,
+                    item.decision_id,
+                    item.error
+                        .clone()
+                        .or_else(|| item.comparison.as_ref().map(|c| c.differences.join("; ")))
+                        .unwrap_or_default()
+                ))?,
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    let mut records = filtered(stores.decisions.recent(args.tenant, u32::MAX).await?, args.filters)?;
+    // The last `limit` decisions, replayed oldest first.
+    records.truncate(usize::try_from(args.limit).unwrap_or(usize::MAX));
+    records.reverse();
+
+    if let Some((a, b)) = args.ab {
+        let (ca, la) = model_from(a)?;
+        let (cb, lb) = model_from(b)?;
+        let ra = replayer(ca).replay_all(&la, &records, progress).await;
+        let rb = replayer(cb).replay_all(&lb, &records, progress).await;
+        let ab = AbReport::new(ra, rb, &tolerance);
+        if args.json {
+            super::out::line(&serde_json::to_string(&ab)?)?;
+        } else {
+            print_report(&ab.a)?;
+            print_report(&ab.b)?;
+            super::out::line(&format!("A and B agree with each other on {}/{}", ab.a_b_agree, ab.a.total))?;
+        }
+        if let Some(path) = args.report {
+            write_report(path, &serde_json::to_value(&ab)?, &html::ab_page(&ab))?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    let (client, label) = current()?;
+    let report = replayer(client).replay_all(&label, &records, progress).await;
+    if args.json {
+        super::out::line(&serde_json::to_string(&report)?)?;
+    } else {
+        print_report(&report)?;
+    }
+    if let Some(path) = args.report {
+        write_report(path, &serde_json::to_value(&report)?, &html::report_page(&report))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,120 @@
+//! `bridle audit export --jsonl | verify --file | prune`: an export verifies offline and names
+//! the line and seq of a tampered event; retention drops evidence and every chain still verifies;
+//! `[audit] evidence = "metadata_only"` stores no reasons.
+
+use super::support::{bridle, copy_example, text};
+
+/// A demo run's audit log in an SQLite file of `dir`; returns the store URL.
+fn demo_db(dir: &std::path::Path, args: &[&str]) -> String {
+    let db = format!("sqlite://{}", dir.join("d.db").display());
+    let mut all = vec!["demo", "--db", &db];
+    all.extend_from_slice(args);
+    let out = bridle(&all, dir);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    db
+}
+
+fn export(dir: &std::path::Path, db: &str) -> String {
+    let out = bridle(&["audit", "export", "--jsonl", "--db", db], dir);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    text(&out.stdout)
+}
+
+#[test]
+fn an_export_verifies_offline_and_a_tampered_line_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = demo_db(dir.path(), &[]);
+    let jsonl = export(dir.path(), &db);
+    assert!(jsonl.lines().count() >= 12);
+    let file = dir.path().join("audit.jsonl");
+    std::fs::write(&file, &jsonl).unwrap();
+    let ok = bridle(&["audit", "verify", "--file", file.to_str().unwrap()], dir.path());
+    assert!(ok.status.success(), "{}{}", text(&ok.stdout), text(&ok.stderr));
+    assert!(text(&ok.stdout).starts_with("tenant-a: ok ("), "{}", text(&ok.stdout));
+
+    // Change one field of line 5 (seq 5 of tenant-a's chain) and nothing else.
+    let mut lines: Vec<String> = jsonl.lines().map(str::to_owned).collect();
+    let mut event: serde_json::Value = serde_json::from_str(&lines[4]).unwrap();
+    assert_eq!(event["seq"], 5);
+    event["subject"] = "someone-else".into();
+    lines[4] = event.to_string();
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let bad = bridle(&["audit", "verify", "--file", file.to_str().unwrap(), "--json"], dir.path());
+    assert!(!bad.status.success());
+    let report: serde_json::Value = serde_json::from_slice(&bad.stdout).unwrap();
+    let broken = &report["broken"][0];
+    assert_eq!((broken["line"].as_u64(), broken["seq"].as_u64()), (Some(5), Some(5)), "{report}");
+    assert_eq!(broken["tenant"], "tenant-a");
+    let text_out = bridle(&["audit", "verify", "--file", file.to_str().unwrap()], dir.path());
+    assert!(text(&text_out.stdout).contains("line 5: tenant-a: broken at seq 5"), "{}", text(&text_out.stdout));
+
+    // A dropped line is named too (the next one's seq does not follow); so is a line that is
+    // not an event at all.
+    lines.remove(4);
+    lines.insert(2, "{not json".to_owned());
+    let raw = serde_json::from_str::<serde_json::Value>(jsonl.lines().nth(4).unwrap()).unwrap();
+    assert_eq!(raw["seq"], 5);
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    let bad = bridle(&["audit", "verify", "--file", file.to_str().unwrap(), "--json"], dir.path());
+    let report: serde_json::Value = serde_json::from_slice(&bad.stdout).unwrap();
+    assert_eq!(report["broken"][0]["line"], 3, "{report}");
+    assert!(report["broken"][0]["seq"].is_null());
+    assert_eq!((report["broken"][1]["line"].as_u64(), report["broken"][1]["seq"].as_u64()), (Some(6), Some(5)));
+}
+
+#[test]
+fn prune_drops_evidence_and_every_chain_still_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = demo_db(dir.path(), &[]);
+    let before = export(dir.path(), &db);
+    let with_reason = before.lines().filter(|l| l.contains("\"reason\":\"")).count();
+    assert!(with_reason > 0);
+    assert!(before.lines().filter(|l| l.contains("\"reason\":\"")).all(|l| l.contains("\"evidence_digest\":")));
+
+    let none = bridle(&["audit", "prune", "--db", &db], dir.path());
+    assert!(!none.status.success());
+    assert!(text(&none.stderr).contains("--before"), "{}", text(&none.stderr));
+
+    let out = bridle(&["audit", "prune", "--before", "2999-01-01", "--db", &db, "--json"], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["pruned"].as_u64(), Some(with_reason as u64), "{report}");
+    assert_eq!(report["before"], "2999-01-01T00:00:00Z");
+
+    let verify = bridle(&["audit", "verify", "--db", &db], dir.path());
+    assert!(verify.status.success(), "{}", text(&verify.stdout));
+    let after = export(dir.path(), &db);
+    assert_eq!(after.lines().count(), before.lines().count());
+    assert!(!after.contains("\"reason\":\""));
+    let file = dir.path().join("pruned.jsonl");
+    std::fs::write(&file, &after).unwrap();
+    let ok = bridle(&["audit", "verify", "--file", file.to_str().unwrap()], dir.path());
+    assert!(ok.status.success(), "{}", text(&ok.stdout));
+    assert!(text(&ok.stdout).contains(&format!("{with_reason} with evidence pruned")), "{}", text(&ok.stdout));
+}
+
+#[test]
+fn metadata_only_stores_no_reasons_and_bad_audit_settings_are_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let toml = copy_example(dir.path());
+    std::fs::write(dir.path().join("bridle.toml"), format!("{toml}\n[audit]\nevidence = \"metadata_only\"\n")).unwrap();
+    let db = demo_db(dir.path(), &["--config", "bridle.toml"]);
+    let jsonl = export(dir.path(), &db);
+    assert!(jsonl.lines().count() >= 12);
+    assert!(!jsonl.contains("\"reason\":\"") && !jsonl.contains("evidence_digest"), "{jsonl}");
+    assert!(jsonl.contains("\"code\":\"policy_denied\""));
+
+    std::fs::write(
+        dir.path().join("bridle.toml"),
+        format!("{toml}\n[audit]\nretention_days = 0\nevidence = \"some\"\n"),
+    )
+    .unwrap();
+    let out = bridle(&["validate", "--config", "bridle.toml"], dir.path());
+    assert!(!out.status.success());
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(all.contains("audit.evidence") || all.contains("unknown variant `some`"), "{all}");
+    std::fs::write(dir.path().join("bridle.toml"), format!("{toml}\n[audit]\nretention_days = 0\n")).unwrap();
+    let out = bridle(&["validate", "--config", "bridle.toml"], dir.path());
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(!out.status.success() && all.contains("audit.retention_days"), "{all}");
+}

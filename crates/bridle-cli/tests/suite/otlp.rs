@@ -1,0 +1,139 @@
+//! OTLP trace export end to end: `bridle serve` with `OTEL_EXPORTER_OTLP_ENDPOINT` naming a fake
+//! collector (axum on 127.0.0.1:0 taking `POST /v1/traces`) exports, for one tool call over HTTP,
+//! a protobuf `ExportTraceServiceRequest` with the request's `http_request` span and the
+//! `gate_call` span nested in it; the spans still queued are sent when SIGTERM stops the server.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::post;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
+use opentelemetry_proto::tonic::trace::v1::Span;
+use prost::Message;
+
+use super::support::text;
+
+const SECRET: &str = "otlp-test-secret-otlp-test-secret-0123";
+
+fn bridle(args: &[&str], cwd: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_bridle"));
+    cmd.args(args).current_dir(cwd).env("BRIDLE_JWT_SECRET", SECRET).env("RUST_LOG", "info");
+    for var in ["BRIDLE_CONFIG", "BRIDLE_STORE_URL", "BRIDLE_LISTEN", "BRIDLE_JWT_PUBLIC_KEY", "BRIDLE_JWT_JWKS"] {
+        cmd.env_remove(var);
+    }
+    for var in ["OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_SDK_DISABLED"] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+/// A plain HTTP/1.1 POST of JSON; returns the status line and the body.
+fn http_post(addr: &str, path: &str, token: &str, body: &str) -> (String, String) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let status = response.lines().next().unwrap_or_default().to_owned();
+    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    (status, body)
+}
+
+/// Every span of every export, with the content types the exports came with.
+fn spans(exports: &[(String, Vec<u8>)]) -> Vec<Span> {
+    let mut all = Vec::new();
+    for (_, body) in exports {
+        let request = ExportTraceServiceRequest::decode(body.as_slice()).unwrap();
+        for resource in request.resource_spans {
+            let attributes = resource.resource.map(|r| r.attributes).unwrap_or_default();
+            let service = attributes.iter().find(|kv| kv.key == "service.name").and_then(|kv| kv.value.clone());
+            assert_eq!(service.and_then(|v| v.value), Some(AnyValue::StringValue("bridle".into())));
+            all.extend(resource.scope_spans.into_iter().flat_map(|s| s.spans));
+        }
+    }
+    all
+}
+
+fn attribute(span: &Span, key: &str) -> Option<String> {
+    span.attributes.iter().find(|kv| kv.key == key).and_then(|kv| match kv.value.as_ref()?.value.as_ref()? {
+        AnyValue::StringValue(s) => Some(s.clone()),
+        other => Some(format!("{other:?}")),
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_call_exports_its_http_request_and_gate_call_spans_over_otlp() {
+    // The collector.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(String, Vec<u8>)>();
+    let collector = axum::Router::new().route(
+        "/v1/traces",
+        post(move |headers: HeaderMap, body: Bytes| {
+            let kind = headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+            let _ = tx.send((kind, body.to_vec()));
+            async { StatusCode::OK }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let collector_addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, collector).await });
+
+    let dir = tempfile::tempdir().unwrap();
+    let issued = bridle(
+        &["token", "issue", "--subject", "requester-1", "--tenant", "tenant-a", "--services", "checkout"],
+        dir.path(),
+    )
+    .args(["--scopes", "service:read", "--ttl", "1h"])
+    .output()
+    .unwrap();
+    assert!(issued.status.success(), "{}", text(&issued.stderr));
+    let token = text(&issued.stdout).trim().to_owned();
+
+    let mut server = bridle(&["serve", "--listen", "127.0.0.1:0"], dir.path())
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", format!("http://{collector_addr}"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let addr = first.split("http://").nth(1).and_then(|r| r.split_whitespace().next()).unwrap().to_owned();
+
+    let call = r#"{"tool": "get_service_snapshot", "arguments": {"service": "checkout"}}"#;
+    let (status, body) =
+        tokio::task::spawn_blocking(move || http_post(&addr, "/v1/calls", &token, call)).await.unwrap();
+    assert!(status.contains("200"), "{status} {body}");
+
+    // SIGTERM: the queued spans are exported before the process exits.
+    let killed = Command::new("kill").args(["-TERM", &server.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    let status = tokio::task::spawn_blocking(move || server.wait()).await.unwrap().unwrap();
+    assert!(status.success(), "{status:?}");
+
+    let mut exports = Vec::new();
+    while let Ok(Some(export)) = tokio::time::timeout(Duration::from_millis(200), rx.recv()).await {
+        exports.push(export);
+    }
+    assert!(!exports.is_empty(), "the collector got nothing");
+    assert!(exports.iter().all(|(kind, _)| kind == "application/x-protobuf"), "{exports:?}");
+    let spans = spans(&exports);
+    let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
+    let gate = spans.iter().find(|s| s.name == "gate_call").unwrap_or_else(|| panic!("no gate_call in {names:?}"));
+    let parent = spans.iter().find(|s| s.span_id == gate.parent_span_id);
+    let request = parent.unwrap_or_else(|| panic!("gate_call's parent was not exported: {names:?}"));
+    assert_eq!(request.name, "http_request", "gate_call nests in the request's span");
+    assert_eq!(gate.trace_id, request.trace_id, "one trace");
+    assert_eq!(attribute(request, "method").as_deref(), Some("POST"));
+    assert_eq!(attribute(gate, "tool").as_deref(), Some("get_service_snapshot"));
+    assert!(attribute(gate, "call_id").is_some_and(|id| !id.is_empty()));
+}

@@ -1,0 +1,145 @@
+//! Audit minimization: evidence is masked before any store keeps it, dropped entirely under
+//! `[audit] evidence = "metadata_only"`, and pruned by retention once it is old.
+//!
+//! Masking is not optional: every store's `append` runs [`mask_record`], so a secret or PII in a
+//! reason (a rejected argument quoted back, an adapter's error text) is never written in clear,
+//! whichever path built the store. The mask uses the guard's masker (`bridle-core`'s
+//! `guard/mask.rs`: built-in secret rules, e-mail, phone numbers, 주민등록번호), not the
+//! configured sensitive terms, which are about what reaches a model.
+
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bridle_core::audit::{AuditEvent, AuditRecord};
+use bridle_core::config::{AuditSettings, EvidenceMode};
+use bridle_core::guard::mask::Masker;
+use bridle_core::ports::{AuditLog, StoreError, StoreResult};
+use time::OffsetDateTime;
+
+/// How often a running Bridle applies `[audit] retention_days`.
+pub const RETENTION_PERIOD: Duration = Duration::from_secs(3600);
+
+/// Built once per process; `None` only if a built-in pattern failed to compile.
+static MASKER: LazyLock<Option<Masker>> = LazyLock::new(|| Masker::new().ok());
+
+/// Masks the record's evidence in place. Fails closed (nothing is stored) if the masker could
+/// not be built.
+pub fn mask_record(record: &mut AuditRecord) -> StoreResult<()> {
+    let Some(reason) = &record.reason else { return Ok(()) };
+    let masker =
+        MASKER.as_ref().ok_or_else(|| StoreError::Unavailable("the audit evidence masker did not build".to_owned()))?;
+    let masked = masker.mask(reason);
+    if !masked.findings.is_empty() {
+        record.reason = Some(masked.masked);
+    }
+    Ok(())
+}
+
+/// An [`AuditLog`] that stores metadata only: every record's evidence is dropped before it is
+/// appended (and so before it is hashed: such events carry no evidence digest).
+pub struct MetadataOnlyAuditLog {
+    inner: Arc<dyn AuditLog>,
+}
+
+impl MetadataOnlyAuditLog {
+    /// Wraps `inner`.
+    pub fn new(inner: Arc<dyn AuditLog>) -> Self {
+        Self { inner }
+    }
+}
+
+#[async_trait]
+impl AuditLog for MetadataOnlyAuditLog {
+    async fn append(&self, mut records: Vec<AuditRecord>) -> StoreResult<Vec<AuditEvent>> {
+        for r in &mut records {
+            r.reason = None;
+        }
+        self.inner.append(records).await
+    }
+
+    async fn tenants(&self) -> StoreResult<Vec<String>> {
+        self.inner.tenants().await
+    }
+
+    async fn events(&self, tenant: &str, after: u64, limit: u32) -> StoreResult<Vec<AuditEvent>> {
+        self.inner.events(tenant, after, limit).await
+    }
+
+    async fn prune_evidence(&self, before: OffsetDateTime) -> StoreResult<u64> {
+        self.inner.prune_evidence(before).await
+    }
+}
+
+/// `log` as `[audit] evidence` asks.
+pub fn apply(log: Arc<dyn AuditLog>, settings: &AuditSettings) -> Arc<dyn AuditLog> {
+    match settings.evidence {
+        EvidenceMode::Full => log,
+        EvidenceMode::MetadataOnly => Arc::new(MetadataOnlyAuditLog::new(log)),
+    }
+}
+
+/// Drops the evidence of events older than `retention` before `now`; returns how many lost it.
+pub async fn prune_older_than(log: &dyn AuditLog, retention: time::Duration, now: OffsetDateTime) -> StoreResult<u64> {
+    log.prune_evidence(now - retention).await
+}
+
+/// Applies `[audit] retention_days` now and then every [`RETENTION_PERIOD`], on a task of the
+/// current tokio runtime; nothing when no retention is set. A failed prune is logged and tried
+/// again next period: retention never stops the gate.
+pub fn spawn_retention(log: Arc<dyn AuditLog>, settings: &AuditSettings) -> Option<tokio::task::JoinHandle<()>> {
+    let retention = settings.retention?;
+    Some(tokio::spawn(async move {
+        let mut every = tokio::time::interval(RETENTION_PERIOD);
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            every.tick().await;
+            match prune_older_than(log.as_ref(), retention, OffsetDateTime::now_utc()).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(pruned = n, "audit retention dropped old evidence"),
+                Err(e) => tracing::warn!(error = %e, "audit retention failed; retrying next period"),
+            }
+        }
+    }))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use bridle_core::audit::{EventKind, Timings};
+
+    fn record(reason: &str) -> AuditRecord {
+        AuditRecord {
+            kind: EventKind::ToolCall,
+            call_id: "c-1".into(),
+            at: OffsetDateTime::UNIX_EPOCH,
+            tenant: "t".into(),
+            subject: "s".into(),
+            run_id: "r".into(),
+            incident: String::new(),
+            tool: "x".into(),
+            policy_version: "v1".into(),
+            plan_hash: None,
+            executor_identity: None,
+            approval_id: None,
+            approver: None,
+            decision: None,
+            code: None,
+            reason: Some(reason.into()),
+            timings: Timings::default(),
+        }
+    }
+
+    #[test]
+    fn secrets_and_pii_in_evidence_are_masked() {
+        let mut r = record("adapter said: key AKIAABCDEFGHIJKLMNOP for ops@example.com");
+        mask_record(&mut r).unwrap();
+        let reason = r.reason.unwrap();
+        assert!(!reason.contains("AKIAABCDEFGHIJKLMNOP"), "{reason}");
+        assert!(!reason.contains("ops@example.com"), "{reason}");
+        let mut plain = record("`replicas` 50 is above the maximum 10");
+        mask_record(&mut plain).unwrap();
+        assert_eq!(plain.reason.as_deref(), Some("`replicas` 50 is above the maximum 10"));
+    }
+}
