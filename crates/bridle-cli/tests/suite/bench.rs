@@ -43,14 +43,16 @@ fn the_runtime_benchmark_prints_every_key_with_samples_and_units() {
 #[test]
 fn the_decisions_benchmark_runs_tiny_and_verifies_its_chain() {
     let dir = tempfile::tempdir().unwrap();
-    let db = format!("sqlite://{}?synchronous=full", dir.path().join("b.db").display());
+    // NORMAL, not FULL: on a loaded CI disk one FULL fsync can outlast a short window, and this
+    // test is about the report's shape and the chain, not the speed.
+    let db = format!("sqlite://{}?synchronous=normal", dir.path().join("b.db").display());
     for batch in ["0", "16"] {
-        let args = ["bench", "decisions", "--store", &db, "--concurrency", "4", "--seconds", "0.2", "--batch", batch];
+        let args = ["bench", "decisions", "--store", &db, "--concurrency", "4", "--seconds", "0.5", "--batch", batch];
         let out = bridle(&[&args[..], &["--json", "--threads", "2"]].concat(), dir.path());
         assert!(out.status.success(), "{}", text(&out.stderr));
         let report: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
         assert_eq!(report["backend"], "sqlite");
-        assert_eq!(report["durability"], "full");
+        assert_eq!(report["durability"], "normal");
         assert_eq!(report["batch"], if batch == "0" { Value::Null } else { 16.into() });
         assert!(report["decisions"].as_u64().unwrap() > 0, "{report}");
         assert!(report["decisions_per_s"].as_f64().unwrap() > 0.0);
