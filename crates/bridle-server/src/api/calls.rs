@@ -25,7 +25,7 @@ pub struct CallBody {
     pub tool: Option<String>,
     /// Arguments of a structured call (default `{}`).
     #[schema(value_type = Option<Object>)]
-    pub arguments: Option<Value>,
+    pub arguments: Option<serde_json::Map<String, Value>>,
     /// A model's raw answer: JSON, fenced blocks, ReAct lines or native tool-call shapes.
     pub answer: Option<String>,
     /// Run id; part of the plan an approval binds.
@@ -75,7 +75,7 @@ pub async fn call(
     };
     match (body.tool, body.answer) {
         (Some(tool), None) => {
-            let request = CallRequest { tool, arguments: body.arguments.unwrap_or_else(|| json!({})), ..base };
+            let request = CallRequest { tool, arguments: Value::Object(body.arguments.unwrap_or_default()), ..base };
             let outcome = run_gate(&state.gate, caller, run, vec![request])
                 .await?
                 .pop()

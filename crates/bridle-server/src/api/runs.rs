@@ -151,6 +151,7 @@ impl From<RunState> for ThreadStatus {
 #[serde(deny_unknown_fields)]
 pub struct RunsQuery {
     /// Runs older than this run id (the previous page's `next_after`); default: from the newest.
+    #[param(pattern = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")]
     pub after: Option<String>,
     /// Only runs in this state.
     pub status: Option<RunState>,

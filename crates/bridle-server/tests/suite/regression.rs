@@ -220,3 +220,30 @@ async fn success_bodies_were_documented_as_any_value() {
         assert!(!validator.is_valid(&json!({})), "{method} {path} documents its fields");
     }
 }
+
+#[tokio::test]
+async fn runs_after_was_a_free_string() {
+    // `GET /v1/runs?after=` takes a run id (a UUID) and answers 400 to anything else; the
+    // document said any string, so a client (schemathesis) sent `after=` and got a 400 the
+    // document did not lead it to expect.
+    let app = app().await;
+    let doc = document(&app).await;
+    let after = query_parameter(&doc, "/v1/runs", "after");
+    let schema = jsonschema::options().with_draft(jsonschema::Draft::Draft202012).build(after).unwrap();
+    assert!(schema.is_valid(&json!(uuid::Uuid::now_v7().to_string())), "{after}");
+    assert!(!schema.is_valid(&json!("")) && !schema.is_valid(&json!("run-1")), "{after}");
+}
+
+#[tokio::test]
+async fn call_arguments_that_were_not_an_object_were_accepted() {
+    // The document says `arguments` is an object; an array reached the gate and came back 200.
+    let app = app().await;
+    let t = token("requester-1");
+    for arguments in [json!([]), json!("checkout"), json!(7)] {
+        let body = json!({"tool": "get_service_snapshot", "arguments": arguments});
+        let (status, reply) = post(&app, "/v1/calls", Some(&t), &body).await;
+        assert_eq!((status, code(&reply)), (StatusCode::BAD_REQUEST, "bad_request"), "{arguments}");
+    }
+    let ok = json!({"tool": "get_service_snapshot", "arguments": {"service": "checkout"}});
+    assert_eq!(post(&app, "/v1/calls", Some(&t), &ok).await.0, StatusCode::OK);
+}
