@@ -93,8 +93,10 @@ impl Fixture {
         Ok(Rig { gate, fab, model, graph, thread: format!("fab-demo/{}/{scenario}", self.tag) })
     }
 
+    /// A run on the store's checkpointer within the pipeline deadline (`[runtime.deadlines]
+    /// pipeline_ms`, seed 000's 5 minutes by default).
     pub fn run_config(&self, thread: &str) -> RunConfig {
-        RunConfig::new(thread).checkpointer(self.checkpointer.clone()).deadline(Duration::from_secs(300))
+        RunConfig::new(thread).checkpointer(self.checkpointer.clone()).deadline(self.config.runtime.deadlines.pipeline)
     }
 
     /// Audit events of one run, oldest first.

@@ -54,9 +54,14 @@ pub struct FabOptions {
 }
 
 impl FabOptions {
-    /// The configuration's `[diagnosis]` and `[[fallback]]` with a 30 s model deadline.
+    /// The configuration's `[diagnosis]`, `[[fallback]]` and model-call deadline
+    /// (`[runtime.deadlines] llm_call_ms`, seed 000's 30 s by default).
     pub fn from_config(config: &bridle_core::config::Config) -> Self {
-        Self { llm_timeout: Duration::from_secs(30), diagnosis: config.diagnosis, fallback: config.fallback.clone() }
+        Self {
+            llm_timeout: config.runtime.deadlines.llm_call,
+            diagnosis: config.diagnosis,
+            fallback: config.fallback.clone(),
+        }
     }
 }
 
