@@ -39,6 +39,11 @@ impl Default for LevelSettings {
     }
 }
 
+/// The key the automatic-change limit counts under: the tool's resource kind and name.
+pub fn auto_limit_key(kind: &str, name: &str) -> String {
+    format!("{kind}:{name}")
+}
+
 /// The reason recorded when the automatic-change limit escalates a call.
 pub fn auto_limit_reached(resource: &str, limit: &AutoLimit) -> String {
     format!(

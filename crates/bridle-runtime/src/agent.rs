@@ -162,6 +162,18 @@ impl AgentOutput {
     }
 }
 
+/// Stores a decision record once: a record with the same id, written by an earlier attempt of
+/// the same task or turn (a resume, a retry), is kept and this one dropped.
+pub async fn record_once(
+    log: &dyn bridle_core::ports::DecisionLog,
+    record: &DecisionRecord,
+) -> Result<(), bridle_core::ports::StoreError> {
+    match log.record(record).await {
+        Ok(()) | Err(bridle_core::ports::StoreError::Duplicate(_)) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 /// Longest validation problem kept (the answer's text must not flood records or prompts).
 const MAX_PROBLEM_CHARS: usize = 300;
 /// Most validation problems reported per attempt.

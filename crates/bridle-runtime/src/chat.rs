@@ -403,10 +403,7 @@ impl Chat {
             final_verdict: verdict.to_owned(),
             created_at: self.gate.clock.now(),
         };
-        match self.gate.stores().decisions.record(&record).await {
-            Ok(()) | Err(StoreError::Duplicate(_)) => Ok(()),
-            Err(e) => Err(e),
-        }
+        crate::agent::record_once(self.gate.stores().decisions.as_ref(), &record).await
     }
 
     /// Time left in the turn, if any.

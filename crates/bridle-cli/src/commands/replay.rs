@@ -139,7 +139,9 @@ pub async fn run(args: Args<'_>) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
 
-    let mut records = filtered(stores.decisions.recent(args.tenant, u32::MAX).await?, args.filters)?;
+    // Without filters the newest `limit` records are all that is needed; filters look at all.
+    let fetch = if args.filters.is_empty() { args.limit } else { u32::MAX };
+    let mut records = filtered(stores.decisions.recent(args.tenant, fetch).await?, args.filters)?;
     // The last `limit` decisions, replayed oldest first.
     records.truncate(usize::try_from(args.limit).unwrap_or(usize::MAX));
     records.reverse();

@@ -244,7 +244,7 @@ async fn auto_limit_escalates(fx: &Fixture) -> Check {
     let used = fx
         .stores
         .actions
-        .count_auto(&fx.requester.tenant, "equipment:cvd-02", now, limit.window)
+        .count_auto(&fx.requester.tenant, &bridle_core::level::auto_limit_key("equipment", "cvd-02"), now, limit.window)
         .await
         .map_err(|e| format!("ledger: {e}"))?;
     let room = u64::from(limit.max).saturating_sub(used);

@@ -35,7 +35,7 @@ pub(super) async fn check(
         Some(other) => other.to_string(),
         None => return Ok(()),
     };
-    let key = format!("{}:{name}", resource.kind);
+    let key = level::auto_limit_key(&resource.kind, &name);
     let ledger = &gate.stores.actions;
     let room = if dry_run {
         ledger.count_auto(&principal.tenant, &key, now, limit.window).await? < u64::from(limit.max)

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use bridle_core::Code;
-use bridle_core::ports::{DecisionLog, StoreError};
+use bridle_core::ports::DecisionLog;
 
 use crate::agent::{Agent, AgentSpec, CallOptions, DecisionContext};
 use crate::graph::{
@@ -218,11 +218,9 @@ async fn analyst(
             tenant: recorder.tenant.clone(),
             created_at: time::OffsetDateTime::now_utc(),
         };
-        match recorder.log.record(&out.decision_record(&context)).await {
-            // Recorded by an earlier attempt of this task (a resume, a retry): keep that one.
-            Ok(()) | Err(StoreError::Duplicate(_)) => {}
-            Err(e) => return Err(NodeError::transient(Code::StateUnavailable, format!("decision log: {e}"))),
-        }
+        crate::agent::record_once(recorder.log.as_ref(), &out.decision_record(&context))
+            .await
+            .map_err(|e| NodeError::transient(Code::StateUnavailable, format!("decision log: {e}")))?;
     }
     let score = out.value.get("score").and_then(Value::as_f64).unwrap_or(0.0);
     let analysis = json!({

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use bridle_core::approval::ApprovalStatus;
 use bridle_core::diagnosis::{self, Candidate, Triage};
 use bridle_core::level::CallSignals;
-use bridle_core::ports::StoreError;
 use bridle_core::{Code, Rejection, RunContext};
 use serde_json::{Value, json};
 
@@ -35,10 +34,9 @@ fn decision_context(fab: &Fab, ctx: &NodeContext, agent: &str) -> DecisionContex
 
 /// Stores a decision record; one recorded by an earlier attempt of the task is kept.
 async fn keep(fab: &Fab, record: &bridle_core::decision::DecisionRecord) -> Result<(), NodeError> {
-    match fab.gate.stores().decisions.record(record).await {
-        Ok(()) | Err(StoreError::Duplicate(_)) => Ok(()),
-        Err(e) => Err(NodeError::transient(Code::StateUnavailable, format!("decision log: {e}"))),
-    }
+    crate::agent::record_once(fab.gate.stores().decisions.as_ref(), record)
+        .await
+        .map_err(|e| NodeError::transient(Code::StateUnavailable, format!("decision log: {e}")))
 }
 
 /// Asks an agent; a model failure is `Err` with its code, an invalid answer after the retry is
