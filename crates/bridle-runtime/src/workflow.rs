@@ -283,6 +283,17 @@ impl CompiledWorkflow {
         Self::new(workflow, WorkflowDeps::from_runtime(runtime))
     }
 
+    /// A fresh run id in the workflow principal's tenant: `{tenant}/{uuid v7}` (ids sort by
+    /// start time), the shape of the API's run ids.
+    pub fn new_run_id(&self) -> String {
+        format!("{}/{}", self.shared.principal.tenant, uuid::Uuid::now_v7())
+    }
+
+    /// The tenant its calls act in.
+    pub fn tenant(&self) -> &str {
+        &self.shared.principal.tenant
+    }
+
     /// The workflow.
     pub fn workflow(&self) -> &Workflow {
         &self.shared.workflow
@@ -334,7 +345,12 @@ impl CompiledWorkflow {
     }
 
     /// Answers a pending interrupt and runs to the end or the next pause.
-    pub async fn resume_invoke(&self, config: RunConfig, interrupt_id: &str, value: Value) -> Result<RunOutcome, Rejection> {
+    pub async fn resume_invoke(
+        &self,
+        config: RunConfig,
+        interrupt_id: &str,
+        value: Value,
+    ) -> Result<RunOutcome, Rejection> {
         self.arm(&config.thread_id);
         self.graph.resume_invoke(config, interrupt_id, value).await
     }

@@ -31,9 +31,8 @@ impl PartialEq for Expr {
 }
 
 /// Names a comprehension macro binds (`list.all(x, …)` binds `x`), which are not state keys.
-static BOUND: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"\.\s*(?:all|exists|exists_one|map|filter)\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*,").ok()
-});
+static BOUND: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"\.\s*(?:all|exists|exists_one|map|filter)\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*,").ok());
 
 impl Expr {
     /// Compiles `source`; every name it reads must be one of `keys`. Errors are messages

@@ -10,8 +10,8 @@ use sha2::{Digest, Sha256};
 
 use super::raw::{KINDS, RawHeader, RawNode, SECTIONS};
 use super::{
-    AiNode, END, Expr, LoopNode, MAX_LOOP_BOUND, Next, Node, NodeKind, OnRefused, Problem, Reduce, StateType,
-    ToolNode, Workflow, WorkflowError,
+    AiNode, END, Expr, LoopNode, MAX_LOOP_BOUND, Next, Node, NodeKind, OnRefused, Problem, Reduce, StateType, ToolNode,
+    Workflow, WorkflowError,
 };
 use crate::config::Config;
 
@@ -405,7 +405,10 @@ fn mark_branches(nodes: &mut BTreeMap<String, Node>, raw: &BTreeMap<String, RawN
         for (target, branch) in edges(node) {
             if branch {
                 if let Some(first) = owner.insert(target.clone(), node.name.clone()) {
-                    p.push(format!("nodes.{}.branches", node.name), format!("`{target}` is already a branch of `{first}`"));
+                    p.push(
+                        format!("nodes.{}.branches", node.name),
+                        format!("`{target}` is already a branch of `{first}`"),
+                    );
                 }
             } else {
                 other.insert(target);
@@ -501,7 +504,10 @@ fn cycles(shape: &Shape, p: &mut Problems) {
                         path.push(key.clone());
                         p.push(
                             format!("nodes.{key}"),
-                            format!("cycle {} without a `loop` node; every cycle needs a bounded loop", path.join(" → ")),
+                            format!(
+                                "cycle {} without a `loop` node; every cycle needs a bounded loop",
+                                path.join(" → ")
+                            ),
                         );
                     }
                 }

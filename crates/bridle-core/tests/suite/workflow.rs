@@ -111,7 +111,10 @@ fn a_bad_file_is_refused_with_every_problem_and_its_path() {
     // and the next run names the other.
     let fixed = text.replace("colour = \"blue\"            # unknown field\n", "");
     let err = Workflow::parse(&fixed, &checkout()).unwrap_err();
-    assert!(err.problems.iter().any(|p| p.at == "nodes.ask.parameters.note" && p.message.contains("501 characters")), "{err}");
+    assert!(
+        err.problems.iter().any(|p| p.at == "nodes.ask.parameters.note" && p.message.contains("501 characters")),
+        "{err}"
+    );
 }
 
 #[test]

@@ -56,8 +56,9 @@ pub(super) async fn run(shared: Arc<Shared>, node: Arc<Node>, s: State, ctx: Nod
             Ok(write(&shared, &node, update, value))
         }
         NodeKind::Condition { expr, then, otherwise } => {
-            let holds =
-                expr.eval_bool(s.as_map()).map_err(|e| failed(Code::NodeFailed, format!("condition `{}`: {e}", node.name)))?;
+            let holds = expr
+                .eval_bool(s.as_map())
+                .map_err(|e| failed(Code::NodeFailed, format!("condition `{}`: {e}", node.name)))?;
             let to = if holds { then } else { otherwise };
             Ok(update.set(ROUTE, json!({ node.name.as_str(): target(to) })))
         }
@@ -99,9 +100,9 @@ pub(super) async fn run(shared: Arc<Shared>, node: Arc<Node>, s: State, ctx: Nod
         NodeKind::Approval { message, payload, output } => {
             let mut data = Map::new();
             for (field, expr) in payload {
-                let v = expr
-                    .eval(s.as_map())
-                    .map_err(|e| failed(Code::NodeFailed, format!("approval `{}` payload `{field}`: {e}", node.name)))?;
+                let v = expr.eval(s.as_map()).map_err(|e| {
+                    failed(Code::NodeFailed, format!("approval `{}` payload `{field}`: {e}", node.name))
+                })?;
                 data.insert(field.clone(), v);
             }
             let answer = ctx.interrupt(json!({
@@ -303,7 +304,12 @@ async fn analyse(
     if out.is_degraded {
         return Err(failed(
             Code::LlmInvalidOutput,
-            format!("ai_analysis `{}`: no valid answer after {} attempts: {}", node.name, out.attempts, out.errors.join("; ")),
+            format!(
+                "ai_analysis `{}`: no valid answer after {} attempts: {}",
+                node.name,
+                out.attempts,
+                out.errors.join("; ")
+            ),
         ));
     }
     ctx.emit("analysis_complete", json!({"node": node.name, "agent": ai.agent, "attempts": out.attempts}));

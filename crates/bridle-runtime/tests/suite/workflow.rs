@@ -37,7 +37,8 @@ struct W {
 
 impl W {
     fn new(workflow: Workflow, gate: Gate, model: Arc<ScriptedModel>, clock: Arc<dyn Clock>) -> W {
-        let deps = WorkflowDeps { gate: gate.clone(), client: model, clock, deadlines: gate.config().runtime.deadlines };
+        let deps =
+            WorkflowDeps { gate: gate.clone(), client: model, clock, deadlines: gate.config().runtime.deadlines };
         let wf = CompiledWorkflow::new(workflow, deps).unwrap();
         W { wf, gate, cp: Arc::new(MemoryCheckpointer::new()) }
     }
@@ -73,7 +74,8 @@ async fn the_fab_anomaly_example_trims_the_setpoint_and_watches_it_settle() {
     let (gate, fab, config) = fab_gate();
     let workflow = load(&examples().join("fab_anomaly.toml"), &config).unwrap();
     let w = W::new(workflow, gate, script("fab_anomaly.toml"), Arc::new(SystemClock));
-    let input = json!({"anomaly": {"equipment": "etch-01", "metric": "chamber_temp_c", "value": 388}, "incident": "inc-7"});
+    let input =
+        json!({"anomaly": {"equipment": "etch-01", "metric": "chamber_temp_c", "value": 388}, "incident": "inc-7"});
     let done = w.start(input).await;
     assert_eq!(done.status, ThreadStatus::Done, "{done:?}");
     let s = &done.state;
