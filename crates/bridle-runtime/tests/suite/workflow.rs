@@ -248,6 +248,20 @@ async fn a_paused_approval_resumes_once_and_never_repeats_a_side_effect() {
     assert_eq!(fab.equipment("fab-1", "etch-01").unwrap()["temp_celsius"], 390);
 }
 
+#[tokio::test]
+async fn a_run_is_not_resumed_with_a_changed_workflow_file() {
+    let (gate, fab, config) = fab_gate();
+    let none = || Arc::new(ScriptedModel::new("none", vec![]).unwrap());
+    let w = W::new(Workflow::parse(TWICE, &config).unwrap(), gate.clone(), none(), Arc::new(SystemClock));
+    let paused = w.start(json!({})).await;
+    let changed = TWICE.replace("temp_celsius = 390", "temp_celsius = 395");
+    let other = W::new(Workflow::parse(&changed, &config).unwrap(), gate, none(), Arc::new(SystemClock));
+    let config = w.config().checkpointer(w.cp.clone());
+    let err = other.wf.resume_invoke(config, &paused.interrupts[0].id, json!({})).await.unwrap_err();
+    assert_eq!(err.code, Code::StaleCheckpoint, "{err:?}");
+    assert_eq!(fab.applied().len(), 1);
+}
+
 const FAN: &str = r#"
 [workflow]
 name = "fan"
