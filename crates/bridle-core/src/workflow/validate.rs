@@ -363,14 +363,15 @@ impl Ctx<'_> {
         match self.raw.get(name) {
             None if !self.known.contains(name) => p.push(here, format!("`{name}` is not a node")),
             None => {}
-            Some(RawNode::Tool { next, output, .. } | RawNode::AiAnalysis { next, output, .. }) => {
-                if next.is_some() || output.is_some() {
-                    p.push(
-                        format!("nodes.{name}"),
-                        "a parallel branch has no `next` or `output` of its own (its result goes to the parallel node's output)",
-                    );
-                }
+            Some(RawNode::Tool { next, output, .. } | RawNode::AiAnalysis { next, output, .. })
+                if next.is_some() || output.is_some() =>
+            {
+                p.push(
+                    format!("nodes.{name}"),
+                    "a parallel branch has no `next` or `output` of its own (its result goes to the parallel node's output)",
+                );
             }
+            Some(RawNode::Tool { .. } | RawNode::AiAnalysis { .. }) => {}
             Some(_) => p.push(here, format!("`{name}`: a branch must be a `tool` or `ai_analysis` node")),
         }
     }

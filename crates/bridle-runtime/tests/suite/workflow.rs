@@ -230,7 +230,7 @@ async fn a_paused_approval_resumes_once_and_never_repeats_a_side_effect() {
     assert_eq!(paused.interrupts.len(), 1);
     let pause = &paused.interrupts[0];
     assert_eq!(pause.payload["kind"], "workflow_approval");
-    assert_eq!(pause.payload["data"]["after_first"].is_object(), true, "{}", pause.payload);
+    assert!(pause.payload["data"]["after_first"].is_object(), "{}", pause.payload);
     assert_eq!(fab.applied().len(), 1, "the first change ran before the pause");
 
     let done = w.wf.resume_invoke(w.config(), &pause.id, json!({"approved": true})).await.unwrap();
