@@ -48,6 +48,37 @@ pub fn load(path: &Path, config: &bridle_core::config::Config) -> Result<Workflo
     Workflow::parse(&text, config).map_err(|e| e.rejection())
 }
 
+/// A workflow of the configuration's `[workflows] dir` by name (`NAME.toml`): names are
+/// letters, digits, `-` and `_` only, so a name never leaves the directory.
+pub fn load_named(name: &str, config: &bridle_core::config::Config) -> Result<Workflow, Rejection> {
+    let Some(dir) = &config.workflows.dir else {
+        return Err(Rejection::new(Code::NotFound, "no workflows are configured (`[workflows] dir`)"));
+    };
+    let safe =
+        !name.is_empty() && name.len() <= 64 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    let path = Path::new(dir).join(format!("{name}.toml"));
+    if !safe || !path.is_file() {
+        return Err(Rejection::new(Code::NotFound, format!("no workflow `{name}`")));
+    }
+    load(&path, config)
+}
+
+/// Which file of `[workflows] dir` a run's graph (`workflow/{name}@{digest}`, as checkpoints
+/// name it) was compiled from: the one whose workflow has that name and digest. A file changed
+/// since the run started matches none.
+pub fn find_by_graph(graph: &str, config: &bridle_core::config::Config) -> Option<Workflow> {
+    let rest = graph.strip_prefix("workflow/")?;
+    let (name, tail) = rest.split_once('@')?;
+    let digest = tail.split('@').next()?;
+    let dir = config.workflows.dir.as_ref()?;
+    let entries = std::fs::read_dir(dir).ok()?;
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "toml"))
+        .filter_map(|e| load(&e.path(), config).ok())
+        .find(|w| w.name == name && w.digest.starts_with(digest))
+}
+
 /// What a compiled workflow runs with.
 #[derive(Clone)]
 pub struct WorkflowDeps {

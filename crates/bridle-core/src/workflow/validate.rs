@@ -71,8 +71,8 @@ pub(super) fn parse(text: &str, config: &Config) -> Result<Workflow, WorkflowErr
         }
     }
     if let Some(h) = &header {
-        if h.name.trim().is_empty() {
-            p.push("workflow.name", "must not be empty");
+        if h.name.is_empty() || !h.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+            p.push("workflow.name", "must be letters, digits, `-` and `_`");
         }
         if !config.principals.contains_key(&h.principal) {
             p.push("workflow.principal", format!("`{}` is not a principal of the configuration", h.principal));
