@@ -350,3 +350,45 @@ async fn an_answer_that_fails_the_output_schema_twice_fails_the_run() {
     assert_eq!(records.len(), 1);
     assert_eq!(records[0].final_verdict, "degraded");
 }
+
+#[tokio::test]
+async fn a_parallel_node_inside_a_loop_joins_every_round() {
+    let (gate, _, config) = checkout_gate(Arc::new(SystemClock));
+    let text = r#"
+[workflow]
+name = "rounds"
+principal = "requester-1"
+start = "again"
+
+[state]
+out = "array"
+
+[nodes.again]
+kind = "loop"
+while = "size(out) < 4"
+body = "fan"
+max_iterations = 5
+
+[nodes.fan]
+kind = "parallel"
+branches = ["one", "two"]
+reduce = "append"
+output = "out"
+next = "again"
+
+[nodes.one]
+kind = "tool"
+tool = "get_service_snapshot"
+arguments = { service = "checkout" }
+
+[nodes.two]
+kind = "tool"
+tool = "get_service_snapshot"
+arguments = { service = "checkout" }
+"#;
+    let w = W::new(Workflow::parse(text, &config).unwrap(), gate, judge(vec![]), Arc::new(SystemClock));
+    let done = w.start(json!({})).await;
+    assert_eq!(done.status, ThreadStatus::Done, "{done:?}");
+    assert_eq!(done.state["out"].as_array().unwrap().len(), 4, "two rounds of two branches");
+    assert_eq!(done.state["_visits"]["again"], 3);
+}
