@@ -5,7 +5,9 @@
 mod suite {
     mod approvals;
     mod auth;
+    mod fab_runs;
     mod keys;
+    mod lab;
     mod limits;
     mod mcp;
     mod metrics;
