@@ -39,6 +39,9 @@ use crate::graph::{
 use crate::llm::LlmClient;
 use crate::runtime::Runtime;
 
+/// The state key where a run started over the API keeps the principal it acts for.
+pub const REQUESTER: &str = "_requester";
+
 /// Reads and validates a workflow file against `config`; a file that cannot be read or is
 /// invalid is `workflow_invalid` with every problem listed.
 pub fn load(path: &Path, config: &bridle_core::config::Config) -> Result<Workflow, Rejection> {
@@ -90,6 +93,9 @@ pub struct WorkflowDeps {
     pub clock: Arc<dyn Clock>,
     /// Base and per-node allowance, and the model-call deadline.
     pub deadlines: bridle_core::deadline::Deadlines,
+    /// Who the calls act for instead of the file's `principal` (the API runs a workflow for
+    /// the caller who started it).
+    pub principal: Option<Principal>,
 }
 
 impl WorkflowDeps {
@@ -100,6 +106,7 @@ impl WorkflowDeps {
             client: runtime.session_llm(),
             clock: runtime.gate.clock.clone(),
             deadlines: runtime.config.runtime.deadlines,
+            principal: None,
         }
     }
 }
@@ -190,7 +197,8 @@ fn schema(workflow: &Workflow) -> StateSchema {
     let mut schema = StateSchema::new()
         .field(nodes::ROUTE, Kind::Object, Reducer::Merge)
         .field(nodes::LOOPS, Kind::Object, Reducer::Merge)
-        .field(nodes::VISITS, Kind::Object, Reducer::Merge);
+        .field(nodes::VISITS, Kind::Object, Reducer::Merge)
+        .field(REQUESTER, Kind::Object, Reducer::Replace);
     let reduced: HashMap<&str, bridle_core::workflow::Reduce> = workflow
         .nodes
         .values()
@@ -233,11 +241,13 @@ impl CompiledWorkflow {
     /// `ai_analysis` node, and the graph checked as a whole.
     pub fn new(workflow: Workflow, deps: WorkflowDeps) -> Result<Self, Rejection> {
         let config = deps.gate.config().clone();
-        let principal = config
-            .principals
-            .get(&workflow.principal)
-            .cloned()
-            .ok_or_else(|| invalid(format!("`{}` is not a principal of the configuration", workflow.principal)))?;
+        let principal =
+            match deps.principal {
+                Some(p) => p,
+                None => config.principals.get(&workflow.principal).cloned().ok_or_else(|| {
+                    invalid(format!("`{}` is not a principal of the configuration", workflow.principal))
+                })?,
+            };
         let mut agents = HashMap::new();
         for node in workflow.nodes.values() {
             if let NodeKind::AiAnalysis(ai) = &node.kind {

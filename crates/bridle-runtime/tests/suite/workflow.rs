@@ -37,8 +37,13 @@ struct W {
 
 impl W {
     fn new(workflow: Workflow, gate: Gate, model: Arc<ScriptedModel>, clock: Arc<dyn Clock>) -> W {
-        let deps =
-            WorkflowDeps { gate: gate.clone(), client: model, clock, deadlines: gate.config().runtime.deadlines };
+        let deps = WorkflowDeps {
+            gate: gate.clone(),
+            client: model,
+            clock,
+            deadlines: gate.config().runtime.deadlines,
+            principal: None,
+        };
         let wf = CompiledWorkflow::new(workflow, deps).unwrap();
         W { wf, gate, cp: Arc::new(MemoryCheckpointer::new()) }
     }
