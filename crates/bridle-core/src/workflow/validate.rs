@@ -82,6 +82,11 @@ pub(super) fn parse(text: &str, config: &Config) -> Result<Workflow, WorkflowErr
         }
     }
     mark_branches(&mut nodes, &raw_nodes, &mut p);
+    if let Some(h) = &header
+        && nodes.get(&h.start).is_some_and(|n| n.branch_of.is_some())
+    {
+        p.push("workflow.start", "a parallel branch is reached only through its parallel node");
+    }
     let shape = shape(table.get("nodes"));
     if let Some(h) = &header {
         reachability(&h.start, &shape, &mut p);
