@@ -223,10 +223,13 @@ impl Modify for CallBodyChoice {
         api::tools::list,
         api::calls::call,
         api::approvals::list,
+        api::approvals::events,
         api::approvals::show,
         api::approvals::approve,
         api::approvals::reject,
         api::audit::list,
+        api::audit::verify,
+        api::drift::scan,
         api::guard::scan,
         api::check::check,
         api::runs::start,
@@ -241,7 +244,8 @@ impl Modify for CallBodyChoice {
         api::guard::ScanBody, api::guard::ScanChannel, api::check::CheckBody,
         api::runs::StartBody, api::runs::Pipeline, api::runs::AnalysisInput, api::runs::ResumeBody, api::runs::RunAccepted,
         api::runs::RunStatus, api::runs::RunEventFrame, api::runs::DecisionList, api::runs::RunState,
-        api::runs::RunListItem, api::runs::RunList)),
+        api::runs::RunListItem, api::runs::RunList, api::approvals::ApprovalsFrame, api::audit::ChainStatus,
+        api::drift::DriftAnswer)),
     modifiers(&BearerScheme, &MiddlewareResponses, &CallBodyChoice)
 )]
 pub struct ApiDoc;
