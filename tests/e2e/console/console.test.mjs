@@ -1,0 +1,215 @@
+// Browser tests of the console served by a real `bridle serve` (started by run.sh): Debian's
+// chromium driven by playwright-core. Each test fails on any console error, page error or
+// horizontal overflow; screenshots at 390 and 1280 px go to $BRIDLE_E2E_OUT.
+import { test, before, after, afterEach } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import { chromium } from 'playwright-core';
+
+const BASE = process.env.BRIDLE_URL;
+const OPERATOR = process.env.BRIDLE_OPERATOR_TOKEN;
+const REQUESTER = process.env.BRIDLE_REQUESTER_TOKEN;
+const OUT = process.env.BRIDLE_E2E_OUT || 'test-output';
+const CHROMIUM = process.env.BRIDLE_CHROMIUM || '/usr/bin/chromium';
+const WIDTHS = [390, 1280];
+const TIMEOUT = 15000;
+
+let browser;
+let problems = [];
+
+before(async () => {
+  assert.ok(BASE && OPERATOR && REQUESTER, 'run through run.sh (BRIDLE_URL and tokens)');
+  mkdirSync(OUT, { recursive: true });
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+});
+
+after(async () => { if (browser) await browser.close(); });
+
+afterEach(() => {
+  const seen = problems;
+  problems = [];
+  assert.deepEqual(seen, [], `console errors or page errors:\n${seen.join('\n')}`);
+});
+
+async function page(width = 1280) {
+  const context = await browser.newContext({ viewport: { width, height: 900 }, colorScheme: 'light' });
+  const p = await context.newPage();
+  p.setDefaultTimeout(TIMEOUT);
+  p.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
+  p.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+  return p;
+}
+
+async function signIn(p, token = OPERATOR, hash = '#/approvals') {
+  await p.goto(`${BASE}/${hash}`);
+  await p.fill('#token', token);
+  await p.click('#signin');
+  await p.waitForSelector('#whoami');
+}
+
+async function noOverflow(p, what) {
+  const [scroll, inner] = await p.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
+  assert.ok(scroll <= inner, `${what}: horizontal overflow (${scroll} > ${inner})`);
+}
+
+async function shoot(p, name) {
+  for (const width of WIDTHS) {
+    await p.setViewportSize({ width, height: 900 });
+    await p.waitForTimeout(50);
+    await noOverflow(p, `${name} at ${width} px`);
+    await p.screenshot({ path: `${OUT}/${name}-${width}.png`, fullPage: true });
+  }
+  await p.setViewportSize({ width: 1280, height: 900 });
+}
+
+async function api(method, path, token, body) {
+  const r = await fetch(`${BASE}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  return { status: r.status, body: await r.json() };
+}
+
+// A scale_replicas call that needs an approval: returns the approval id.
+async function requestScale(replicas) {
+  const r = await api('POST', '/v1/calls', REQUESTER, { tool: 'scale_replicas', arguments: { service: 'checkout', replicas, resource_version: 7 } });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  assert.equal(r.body.rejection.code, 'approval_required', JSON.stringify(r.body));
+  return r.body.approval_id;
+}
+
+test('the static assets are served without a token, with a strict CSP; /v1 still needs one', async () => {
+  for (const path of ['/', '/console/app.js', '/console/app.css', '/console/i18n.js']) {
+    const r = await fetch(`${BASE}${path}`);
+    assert.equal(r.status, 200, path);
+    const csp = r.headers.get('content-security-policy');
+    assert.match(csp, /script-src 'self'/, path);
+    assert.doesNotMatch(csp, /unsafe-inline/, path);
+    assert.ok(r.headers.get('etag'), path);
+  }
+  assert.match((await fetch(`${BASE}/console/app.js`)).headers.get('content-type'), /javascript/);
+  assert.equal((await fetch(`${BASE}/v1/approvals`)).status, 401);
+});
+
+test('sign in refuses a bad token and accepts a good one; keyboard reaches the form', async () => {
+  const p = await page();
+  await p.goto(`${BASE}/`);
+  await shoot(p, 'signin');
+  await p.keyboard.press('Tab');
+  await p.fill('#token', 'not-a-token');
+  await p.click('#signin');
+  await p.waitForSelector('.error-box');
+  assert.match(await p.textContent('.error-box'), /unauthenticated/);
+  // The refused token's 401 is a console "Failed to load resource" line from the browser itself.
+  problems = problems.filter((x) => !x.includes('401'));
+  await p.fill('#token', OPERATOR);
+  await p.press('#token', 'Tab');
+  await p.keyboard.press('Enter');
+  await p.waitForSelector('#whoami');
+  assert.match(await p.textContent('#whoami'), /operator-2 @ tenant-a/);
+  assert.equal(await p.evaluate(() => localStorage.getItem('bridle.token')), null, 'token not in localStorage');
+  await p.context().close();
+});
+
+test('a pending plan appears live; approving it lets the identical call run', async () => {
+  const p = await page();
+  await signIn(p);
+  await p.waitForSelector('#approvals-stream.ok');
+  const id = await requestScale(3);
+  const card = `section.approval[data-id="${id}"]`;
+  await p.waitForSelector(card);
+  await p.waitForSelector(`${card} .diff table`);
+  const text = await p.textContent(card);
+  assert.match(text, /scale_replicas/);
+  assert.match(text, /requester-1/);
+  await shoot(p, 'approvals');
+  await p.click(`${card} button[data-action="approve"]`);
+  await p.waitForSelector('#approval-result');
+  await p.waitForSelector(card, { state: 'detached' });
+  const shown = await api('GET', `/v1/approvals/${id}`, OPERATOR);
+  assert.equal(shown.body.approval.status, 'granted');
+  const retried = await api('POST', '/v1/calls', REQUESTER, { tool: 'scale_replicas', arguments: { service: 'checkout', replicas: 3, resource_version: 7 } });
+  assert.equal(retried.body.status, 'ok', JSON.stringify(retried.body));
+  await p.context().close();
+});
+
+test('rejecting needs a reason, and the reason is kept', async () => {
+  const p = await page(390);
+  await signIn(p);
+  const id = await requestScale(4);
+  const card = `section.approval[data-id="${id}"]`;
+  await p.waitForSelector(card);
+  await p.click(`${card} button[data-action="reject"]`);
+  await p.click(`${card} button[data-action="confirm-reject"]`);
+  await p.waitForSelector('#approval-feedback .error-box');
+  await p.fill(`#reason-${id}`, 'not during the freeze');
+  await p.click(`${card} button[data-action="confirm-reject"]`);
+  await p.waitForSelector('#approval-result');
+  const shown = await api('GET', `/v1/approvals/${id}`, OPERATOR);
+  assert.equal(shown.body.approval.status, 'rejected');
+  assert.equal(shown.body.approval.rejection_reason, 'not during the freeze');
+  await p.context().close();
+});
+
+test('workbench tab 1 checks a sample answer; the state link restores the inputs', async () => {
+  const p = await page();
+  await signIn(p, OPERATOR, '#/workbench/tools');
+  await p.click('#wb-sample');
+  assert.match(await p.inputValue('#wb-prompt'), /convert_unit/);
+  await p.click('#wb-run');
+  await p.waitForSelector('#wb-report tr.wb-call');
+  const report = await p.textContent('#wb-report');
+  assert.match(report, /convert_unit/);
+  assert.match(report, /245\.16/);
+  await shoot(p, 'workbench-tools');
+  await p.click('#wb-link');
+  const link = await p.inputValue('#wb-link-out');
+  assert.match(link, /#\/workbench\/tools\?s=/);
+  await p.goto('about:blank');
+  await p.goto(link);
+  await p.waitForSelector('#wb-answer');
+  assert.match(await p.inputValue('#wb-answer'), /kgf/);
+  await p.context().close();
+});
+
+test('runs, decisions with the audit chain, and drift render', async () => {
+  const p = await page();
+  await signIn(p, OPERATOR, '#/runs');
+  await p.waitForSelector('#run-list table, #run-list .panel');
+  await shoot(p, 'runs');
+  await p.goto(`${BASE}/#/decisions/audit`);
+  await p.waitForSelector('#chain-status .badge.ok');
+  await p.waitForSelector('#tabpanel table');
+  assert.match(await p.textContent('#tabpanel'), /approval_requested/);
+  await p.fill('#search', 'rejected');
+  assert.doesNotMatch(await p.textContent('#tabpanel tbody'), /approval_requested/);
+  await shoot(p, 'audit');
+  await p.goto(`${BASE}/#/drift`);
+  await p.waitForSelector('#drift-body p');
+  assert.ok(await p.$('math'), 'the CUSUM formula is MathML');
+  await shoot(p, 'drift');
+  await p.context().close();
+});
+
+test('the language switch changes every label; theme and font size persist', async () => {
+  const p = await page();
+  await signIn(p);
+  await p.selectOption('#lang', 'ko');
+  await p.waitForFunction(() => document.documentElement.lang === 'ko');
+  assert.match(await p.textContent('#nav'), /승인/);
+  assert.match(await p.textContent('h1'), /대기 중인 승인/);
+  await p.click('#theme');
+  assert.equal(await p.getAttribute('html', 'data-theme'), 'dark');
+  await p.click('#font-up');
+  await p.reload();
+  await p.waitForSelector('#whoami');
+  assert.equal(await p.getAttribute('html', 'data-theme'), 'dark');
+  assert.equal(await p.evaluate(() => document.documentElement.style.fontSize), '110%');
+  await shoot(p, 'approvals-ko-dark');
+  await p.goto(`${BASE}/#/workbench/tools`);
+  await p.waitForSelector('#wb-task');
+  await shoot(p, 'workbench-ko-dark');
+  await p.selectOption('#lang', 'en');
+  await p.context().close();
+});
