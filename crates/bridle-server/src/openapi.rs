@@ -245,7 +245,7 @@ impl Modify for CallBodyChoice {
         api::runs::StartBody, api::runs::Pipeline, api::runs::AnalysisInput, api::runs::ResumeBody, api::runs::RunAccepted,
         api::runs::RunStatus, api::runs::RunEventFrame, api::runs::DecisionList, api::runs::RunState,
         api::runs::RunListItem, api::runs::RunList, api::approvals::ApprovalsFrame, api::audit::ChainStatus,
-        api::drift::DriftAnswer)),
+        api::drift::DriftAnswer, api::drift::DriftMetric)),
     modifiers(&BearerScheme, &MiddlewareResponses, &CallBodyChoice)
 )]
 pub struct ApiDoc;
