@@ -3,7 +3,7 @@
 // (or sign off), or reject with a reason.
 import { follow, get, post, claims } from './api.js';
 import { t } from './i18n.js';
-import { h, clear, badge, facts, json, errorBox, time, announce, id } from './ui.js';
+import { h, clear, badge, facts, json, errorBox, time, announce, id, runIdOf } from './ui.js';
 
 export function view(main, { signal }) {
   const status = h('span', { class: 'badge info', id: 'approvals-stream' }, t('approvals.connecting'));
@@ -63,7 +63,7 @@ export function view(main, { signal }) {
         [t('approvals.plan_hash'), h('span', { class: 'hash' }, a.plan_hash)],
         [t('approvals.expires'), time(a.expires_at)],
         [t('approvals.grants'), (a.grants || []).map((g) => g.approver || JSON.stringify(g)).join(', ') || '—'],
-        [t('approvals.run'), a.plan.run_id ? h('a', { href: `#/runs/${encodeURIComponent(a.plan.run_id)}` }, a.plan.run_id) : '—'],
+        [t('approvals.run'), a.plan.run_id ? h('a', { href: `#/runs/${encodeURIComponent(runIdOf(a.plan.run_id))}` }, runIdOf(a.plan.run_id)) : '—'],
       ]),
       h('h3', {}, t('approvals.arguments')), json(a.plan.arguments),
       h('h3', {}, t('approvals.diff')), diffBox,
@@ -92,8 +92,10 @@ export function view(main, { signal }) {
       const res = await post(`/v1/approvals/${encodeURIComponent(a.id)}/${what}`, body, signal);
       open.delete(a.id);
       const msg = t(what === 'reject' ? 'approvals.rejected' : 'approvals.approved', { tool: a.plan.tool, status: res.approval.status });
-      feedback.append(h('p', { class: 'notice', id: 'approval-result' }, msg));
+      const note = h('p', { class: 'notice', id: 'approval-result' }, msg);
+      feedback.append(note);
       announce(msg);
+      if (a.plan.run_id && res.approval.status !== 'pending') continueRun(runIdOf(a.plan.run_id), a.id, note, signal);
       latest = latest.filter((x) => x.id !== a.id || res.approval.status === 'pending');
       render();
     } catch (err) {
@@ -113,6 +115,21 @@ export function view(main, { signal }) {
       if (name === 'error') clear(feedback).append(errorBox(data.error || data));
     },
   });
+}
+
+// A run paused on this plan (`approve_plan` naming the approval) is told to look again, so it
+// goes on at once: executes the granted plan, or goes back to its advisor with the reason.
+async function continueRun(runId, approvalId, note, signal) {
+  try {
+    const run = await get(`/v1/runs/${encodeURIComponent(runId)}`, signal);
+    const waiting = (run.interrupts || []).find((i) => i.payload && i.payload.kind === 'approve_plan'
+      && i.payload.plan && i.payload.plan.approval_id === approvalId);
+    if (run.status !== 'interrupted' || !waiting) return;
+    await post(`/v1/runs/${encodeURIComponent(runId)}/resume`, { interrupt_id: waiting.id, value: {} }, signal);
+    note.append(' ', h('a', { href: `#/runs/${encodeURIComponent(runId)}`, id: 'watch-run' }, t('approvals.watch_run')));
+  } catch (err) {
+    if (err.name !== 'AbortError') note.append(errorBox(err));
+  }
 }
 
 function fillDiff(box, d) {

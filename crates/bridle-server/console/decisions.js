@@ -3,7 +3,7 @@
 // verification status (GET /v1/audit/verify).
 import { get } from './api.js';
 import { t } from './i18n.js';
-import { h, clear, badge, verdictKind, facts, json, errorBox, table, tabs, field, time } from './ui.js';
+import { h, clear, badge, verdictKind, facts, json, errorBox, table, tabs, field, time, runIdOf } from './ui.js';
 
 export function view(main, { signal, parts }) {
   const which = parts[0] === 'audit' ? 'audit' : 'records';
@@ -66,7 +66,7 @@ function records(panel, signal) {
       facts([
         [t('decisions.agent'), r.agent], [t('decisions.model'), r.model || '—'],
         [t('decisions.verdict'), badge(r.final_verdict, verdictKind(r.final_verdict))],
-        [t('decisions.run'), h('a', { href: `#/runs/${encodeURIComponent(r.pipeline_run_id)}` }, r.pipeline_run_id)],
+        [t('decisions.run'), h('a', { href: `#/runs/${encodeURIComponent(runIdOf(r.pipeline_run_id))}` }, runIdOf(r.pipeline_run_id))],
         [t('decisions.tokens'), `${r.prompt_tokens} + ${r.completion_tokens}`],
         [t('decisions.latency'), `${r.latency_ms} ms`], [t('decisions.time'), time(r.created_at)],
       ]),

@@ -97,40 +97,64 @@ function detail(main, runId, { signal }) {
     const box = h('section', { class: 'panel interrupt', 'data-kind': kind },
       h('div', { class: 'row' }, h('h3', { class: 'grow' }, t(`runs.kind_${kind}`, {}, kind)), badge(i.node, 'warn')));
     if (p.question || p.message) box.append(h('p', {}, p.question || p.message));
-    const candidates = Array.isArray(p.candidates) ? p.candidates : null;
+    if (p.problem) box.append(h('p', { class: 'error-box' }, String(p.problem)));
+    const candidates = Array.isArray(p.options) ? p.options : Array.isArray(p.candidates) ? p.candidates : null;
     if (candidates) {
+      if (p.equipment) box.append(h('p', {}, t('runs.equipment', { equipment: p.equipment })));
       const group = h('fieldset', {}, h('legend', {}, t('runs.choose_one')));
       candidates.forEach((c, n) => {
-        const value = c.id ?? c.candidate_id ?? n;
         const rid = `cand-${i.id}-${n}`;
         group.append(h('div', { class: 'row' },
-          h('input', { type: 'radio', name: `cand-${i.id}`, id: rid, value: String(value), checked: n === 0 }),
+          h('input', { type: 'radio', name: `cand-${i.id}`, id: rid, value: String(n), checked: n === 0 }),
           h('label', { for: rid, class: 'inline' }, candidateLabel(c, n))));
-        if (typeof c === 'object') group.append(json(c));
+        if (c && typeof c === 'object' && c.evidence) group.append(json(c.evidence));
       });
       box.append(group, h('button', {
         type: 'button', class: 'primary', 'data-action': 'choose',
         onclick: () => {
           const picked = box.querySelector(`input[name="cand-${i.id}"]:checked`);
-          const n = candidates.findIndex((c, k) => String(c.id ?? c.candidate_id ?? k) === picked.value);
-          const c = candidates[n];
-          resume(i, { choice: c && (c.id ?? c.candidate_id) !== undefined ? (c.id ?? c.candidate_id) : n });
+          const c = candidates[Number(picked ? picked.value : 0)];
+          resume(i, c && typeof c === 'object' && 'cause' in c ? { cause: c.cause } : { choice: Number(picked ? picked.value : 0) });
         },
       }, t('runs.choose')));
-    } else {
-      if (p.plan || p.arguments) box.append(json(p.plan || p.arguments));
-      else box.append(json(p));
-      const reason = h('textarea', { id: `why-${i.id}`, rows: '2' });
-      box.append(field(t('runs.reason'), reason), h('div', { class: 'row' },
-        h('button', { type: 'button', class: 'primary', 'data-action': 'approve', onclick: () => resume(i, { approved: true }) }, t('approvals.approve')),
-        h('button', {
-          type: 'button', class: 'danger', 'data-action': 'reject',
-          onclick: () => {
-            if (!reason.value.trim()) { reason.setAttribute('aria-invalid', 'true'); reason.focus(); feedback.append(errorBox({ code: 'bad_request', message: t('approvals.reason_needed') })); return; }
-            resume(i, { approved: false, reason: reason.value });
-          },
-        }, t('approvals.reject'))));
+      return box;
     }
+    const plan = p.plan || null;
+    if (plan) {
+      box.append(facts([
+        [t('decisions.tool'), plan.tool],
+        [t('approvals.plan_hash'), h('span', { class: 'hash' }, plan.plan_hash || '—')],
+        [t('approvals.level'), plan.level || '—'],
+        [t('runs.degraded'), plan.degraded ? badge(t('runs.degraded_yes'), 'warn') : t('runs.degraded_no')],
+        [t('runs.why'), Array.isArray(plan.why) ? plan.why.join('; ') || '—' : String(plan.why ?? '—')],
+      ]), h('h4', {}, t('approvals.arguments')), json(plan.arguments));
+    } else {
+      box.append(json(p));
+    }
+    const approvalId = plan && plan.approval_id;
+    const reason = h('textarea', { id: `why-${i.id}`, rows: '2' });
+    // A plan with an approval id is decided at the approvals desk (approver ≠ requester, levels),
+    // then the run is told to look again; without one the answer itself carries the decision.
+    const decide = async (approve) => {
+      if (!approve && !reason.value.trim()) {
+        reason.setAttribute('aria-invalid', 'true'); reason.focus();
+        clear(feedback).append(errorBox({ code: 'bad_request', message: t('approvals.reason_needed') }));
+        return;
+      }
+      if (!approvalId) { resume(i, approve ? { approved: true } : { approved: false, reason: reason.value }); return; }
+      try {
+        const path = `/v1/approvals/${encodeURIComponent(approvalId)}/${approve ? 'approve' : 'reject'}`;
+        const res = await post(path, approve ? undefined : { reason: reason.value }, signal);
+        if (res.approval.status === 'pending') {
+          clear(feedback).append(h('p', { class: 'notice' }, t('approvals.approved', { tool: plan.tool, status: res.approval.status })));
+          return;
+        }
+        resume(i, {});
+      } catch (err) { if (err.name !== 'AbortError') clear(feedback).append(errorBox(err)); }
+    };
+    box.append(field(t('runs.reason'), reason), h('div', { class: 'row' },
+      h('button', { type: 'button', class: 'primary', 'data-action': 'approve', onclick: () => decide(true) }, t('approvals.approve')),
+      h('button', { type: 'button', class: 'danger', 'data-action': 'reject', onclick: () => decide(false) }, t('approvals.reject'))));
     return box;
   };
 
@@ -157,7 +181,8 @@ function detail(main, runId, { signal }) {
 
 function candidateLabel(c, n) {
   if (typeof c !== 'object' || c === null) return String(c);
-  return `${n + 1}. ${c.title || c.name || c.summary || c.id || ''}`;
+  const confidence = typeof c.confidence === 'number' ? ` (${(c.confidence * 100).toFixed(0)}%)` : '';
+  return `${n + 1}. ${c.cause || c.title || c.name || c.summary || c.id || ''}${confidence}`;
 }
 
 function degradedOf(state) {

@@ -115,3 +115,10 @@ export function tabs(labels, selected, onSelect) {
   });
   return list;
 }
+
+// A run id from a plan's or record's run id, which is the thread id `{tenant}/{run id}` for
+// runs started over HTTP.
+export function runIdOf(value) {
+  const s = String(value || '');
+  return s.includes('/') ? s.slice(s.lastIndexOf('/') + 1) : s;
+}

@@ -3,7 +3,7 @@
 // horizontal overflow; screenshots at 390 and 1280 px go to $BRIDLE_E2E_OUT.
 import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { chromium } from 'playwright-core';
 
 const BASE = process.env.BRIDLE_URL;
@@ -78,6 +78,26 @@ async function requestScale(replicas) {
   assert.equal(r.body.rejection.code, 'approval_required', JSON.stringify(r.body));
   return r.body.approval_id;
 }
+
+test('both dictionaries hold the same keys, and every key the views name exists', () => {
+  const dir = new URL('../../../crates/bridle-server/console/', import.meta.url);
+  const i18n = readFileSync(new URL('i18n.js', dir), 'utf8');
+  const block = (name) => {
+    const start = i18n.indexOf(`const ${name} = {`);
+    const end = i18n.indexOf('\n};', start);
+    return new Set([...i18n.slice(start, end).matchAll(/^ {2}'([a-z_.]+)':/gm)].map((m) => m[1]));
+  };
+  const en = block('en');
+  const ko = block('ko');
+  assert.ok(en.size > 100, `${en.size} keys`);
+  assert.deepEqual([...en].filter((k) => !ko.has(k)), [], 'missing in ko');
+  assert.deepEqual([...ko].filter((k) => !en.has(k)), [], 'missing in en');
+  const used = new Set();
+  for (const file of readdirSync(dir).filter((f) => f.endsWith('.js'))) {
+    for (const m of readFileSync(new URL(file, dir), 'utf8').matchAll(/\bt\('([a-z_.]+)'/g)) used.add(m[1]);
+  }
+  assert.deepEqual([...used].filter((k) => !en.has(k)), [], 'named by a view but not in the dictionaries');
+});
 
 test('the static assets are served without a token, with a strict CSP; /v1 still needs one', async () => {
   for (const path of ['/', '/console/app.js', '/console/app.css', '/console/i18n.js']) {
@@ -174,10 +194,19 @@ test('workbench tab 1 checks a sample answer; the state link restores the inputs
 });
 
 test('runs, decisions with the audit chain, and drift render', async () => {
+  // The bundled configuration's session model is scripted with no replies: the run fails, which
+  // the timeline shows with the node's error.
+  const started = await api('POST', '/v1/runs', REQUESTER, { pipeline: 'analysis', input: { entity: 'acme', data: { signals: ['latency'] } } });
+  assert.equal(started.status, 202, JSON.stringify(started.body));
   const p = await page();
   await signIn(p, OPERATOR, '#/runs');
-  await p.waitForSelector('#run-list table, #run-list .panel');
+  await p.waitForSelector(`#run-list a[href="#/runs/${started.body.run_id}"]`);
   await shoot(p, 'runs');
+  await p.click(`#run-list a[href="#/runs/${started.body.run_id}"]`);
+  await p.waitForSelector('#run-timeline li[data-event="finished"]');
+  await p.waitForSelector('#run-head .badge.bad');
+  assert.match(await p.textContent('#run-head'), /llm_unavailable/);
+  await shoot(p, 'run-detail');
   await p.goto(`${BASE}/#/decisions/audit`);
   await p.waitForSelector('#chain-status .badge.ok');
   await p.waitForSelector('#tabpanel table');
