@@ -101,7 +101,12 @@ pub async fn verify(State(state): State<AppState>, caller: Caller) -> Result<Jso
         }
         for event in &page {
             if let Err(broken) = verifier.push(event) {
-                return Ok(Json(ChainStatus { tenant, ok: false, verified: verifier.verified(), broken: Some(broken) }));
+                return Ok(Json(ChainStatus {
+                    tenant,
+                    ok: false,
+                    verified: verifier.verified(),
+                    broken: Some(broken),
+                }));
             }
         }
     }

@@ -108,9 +108,16 @@ pub async fn scan(
         return Err(ApiError::bad_request(format!("`limit` must be between 1 and {MAX_LIMIT}")));
     }
     let log = state.gate.stores().decisions.clone();
-    let report = bridle_runtime::drift::scan(log.as_ref(), &caller.0.tenant, limit, Params::default(), query.metric.map(|m| m.as_str().to_owned()), &[])
-        .await
-        .map_err(|e| ApiError::internal(&e))?;
+    let report = bridle_runtime::drift::scan(
+        log.as_ref(),
+        &caller.0.tenant,
+        limit,
+        Params::default(),
+        query.metric.map(|m| m.as_str().to_owned()),
+        &[],
+    )
+    .await
+    .map_err(|e| ApiError::internal(&e))?;
     let series = report
         .series
         .iter()

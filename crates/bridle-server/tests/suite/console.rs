@@ -20,7 +20,7 @@ async fn raw(app: &Router, path: &str, headers: &[(&str, &str)]) -> axum::respon
     app.clone().oneshot(req.body(Body::empty()).unwrap()).await.unwrap()
 }
 
-fn header_of<'a>(response: &'a axum::response::Response, name: header::HeaderName) -> &'a str {
+fn header_of(response: &axum::response::Response, name: header::HeaderName) -> &str {
     response.headers().get(name).map_or("", |v| v.to_str().unwrap())
 }
 
@@ -120,7 +120,8 @@ async fn the_approvals_stream_sends_the_list_then_each_change() {
     assert_eq!(first[0].0, "approvals");
     assert_eq!(first[0].1, json!({"approvals": []}));
 
-    let call = json!({"tool": "scale_replicas", "arguments": {"service": "checkout", "replicas": 3, "resource_version": 7}});
+    let call =
+        json!({"tool": "scale_replicas", "arguments": {"service": "checkout", "replicas": 3, "resource_version": 7}});
     let (_, answer) = post(&app, "/v1/calls", Some(&token("requester-1")), &call).await;
     let id = answer["approval_id"].as_str().unwrap().to_owned();
     let added = frames(&mut body, &mut buffer, 1).await;
