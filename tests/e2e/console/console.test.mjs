@@ -128,6 +128,18 @@ test('sign in refuses a bad token and accepts a good one; keyboard reaches the f
   await p.keyboard.press('Enter');
   await p.waitForSelector('#whoami');
   assert.match(await p.textContent('#whoami'), /operator-2 @ tenant-a/);
+  // Keyboard: the skip link comes first, then the navigation, each with a visible focus ring.
+  await p.evaluate(() => document.activeElement && document.activeElement.blur());
+  await p.keyboard.press('Tab');
+  assert.equal(await p.evaluate(() => document.activeElement.id), 'skip-link');
+  await p.keyboard.press('Tab');
+  const focused = await p.evaluate(() => {
+    const el = document.activeElement;
+    const style = getComputedStyle(el);
+    return { text: el.textContent, outline: style.outlineStyle, width: parseFloat(style.outlineWidth) };
+  });
+  assert.equal(focused.text, 'Approvals');
+  assert.ok(focused.outline !== 'none' && focused.width >= 2, JSON.stringify(focused));
   assert.equal(await p.evaluate(() => localStorage.getItem('bridle.token')), null, 'token not in localStorage');
   await p.context().close();
 });
