@@ -101,7 +101,7 @@ function renderSignIn(main) {
     try {
       // Any /v1 route tells whether the token is accepted (401 otherwise); tools needs no scope.
       await get('/v1/tools');
-      if (!location.hash || location.hash === '#/' || location.hash === '#') location.hash = '#/approvals';
+      if (!location.hash || location.hash === '#/' || location.hash === '#') history.replaceState(null, '', '/#/approvals');
       renderAll();
     } catch (err) {
       if (err.status === 401) { signOut(); errors.append(errorBox(err)); } else { renderAll(); }
@@ -141,6 +141,10 @@ function renderAll() {
   renderPrefs();
   route();
 }
+
+// `/approvals/{id}` (the approval URL MCP clients are given) opens that request here.
+const deep = location.pathname.match(/^\/approvals\/([^/]+)$/);
+if (deep) history.replaceState(null, '', `/#/approvals/${deep[1]}`);
 
 window.addEventListener('hashchange', route);
 window.addEventListener('unhandledrejection', (e) => {

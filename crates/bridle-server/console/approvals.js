@@ -5,7 +5,8 @@ import { follow, get, post, claims } from './api.js';
 import { t } from './i18n.js';
 import { h, clear, badge, facts, json, errorBox, time, announce, id, runIdOf } from './ui.js';
 
-export function view(main, { signal }) {
+export function view(main, { signal, parts }) {
+  const wanted = parts[0] || null; // `#/approvals/{id}`: this request is brought into view
   const status = h('span', { class: 'badge info', id: 'approvals-stream' }, t('approvals.connecting'));
   const list = h('div', { id: 'approval-list', 'aria-live': 'polite' });
   const feedback = h('div', { id: 'approval-feedback', role: 'status' });
@@ -16,6 +17,7 @@ export function view(main, { signal }) {
   const details = new Map(); // id → detail promise (diff against the current state)
   const open = new Set(); // ids whose reject form is open
   let latest = [];
+  let shown = false;
 
   const render = () => {
     // Keep what the operator is typing in an open reject form across live updates.
@@ -32,6 +34,10 @@ export function view(main, { signal }) {
     }
     for (const a of latest) list.append(card(a, typed.get(a.id)));
     if (focused) { const el = document.getElementById(focused); if (el) el.focus(); }
+    if (wanted && !shown) {
+      const el = list.querySelector(`section.approval[data-id="${CSS.escape(wanted)}"]`);
+      if (el) { shown = true; el.classList.add('wanted'); el.scrollIntoView({ block: 'start' }); const b = el.querySelector('button'); if (b) b.focus(); }
+    }
   };
 
   const card = (a, typed) => {

@@ -65,9 +65,13 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3))
 }
 
-/// The console's routes (no authentication).
+/// The console's routes (no authentication). `/approvals/{id}` is the page too: it is the
+/// `approval_url` an MCP client is given (`mcp/result.rs`), and the page opens that request.
 pub fn routes() -> Router<AppState> {
-    Router::new().route("/", get(index)).route("/console/{*path}", get(file))
+    Router::new()
+        .route("/", get(index))
+        .route("/approvals/{id}", get(index))
+        .route("/console/{*path}", get(file))
 }
 
 async fn index(headers: HeaderMap) -> Response {

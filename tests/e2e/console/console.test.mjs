@@ -171,7 +171,9 @@ test('rejecting needs a reason, and the reason is kept', async () => {
   await signIn(p);
   const id = await requestScale(4);
   const card = `section.approval[data-id="${id}"]`;
-  await p.waitForSelector(card);
+  // The approval URL an MCP client is given opens that request.
+  await p.goto(`${BASE}/approvals/${id}`);
+  await p.waitForSelector(`${card}.wanted`);
   await p.click(`${card} button[data-action="reject"]`);
   await p.click(`${card} button[data-action="confirm-reject"]`);
   await p.waitForSelector('#approval-feedback .error-box');

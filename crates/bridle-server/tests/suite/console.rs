@@ -43,6 +43,9 @@ async fn the_page_and_its_assets_are_served_without_a_token_with_a_strict_policy
         assert_eq!(header_of(&response, header::CACHE_CONTROL), "no-cache");
         assert!(header_of(&response, header::ETAG).starts_with('"'), "{path}");
     }
+    let deep = raw(&app, "/approvals/01a22d23-59fb-76c5-b415-da9b4132d875", &[]).await;
+    assert_eq!(deep.status(), StatusCode::OK, "the approval URL given to MCP clients is the page");
+    assert_eq!(header_of(&deep, header::CONTENT_TYPE), "text/html; charset=utf-8");
     let page = raw(&app, "/", &[]).await;
     let body = axum::body::to_bytes(page.into_body(), usize::MAX).await.unwrap();
     let html = String::from_utf8(body.to_vec()).unwrap();
