@@ -68,10 +68,7 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 /// The console's routes (no authentication). `/approvals/{id}` is the page too: it is the
 /// `approval_url` an MCP client is given (`mcp/result.rs`), and the page opens that request.
 pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/", get(index))
-        .route("/approvals/{id}", get(index))
-        .route("/console/{*path}", get(file))
+    Router::new().route("/", get(index)).route("/approvals/{id}", get(index)).route("/console/{*path}", get(file))
 }
 
 async fn index(headers: HeaderMap) -> Response {

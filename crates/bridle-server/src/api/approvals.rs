@@ -170,7 +170,8 @@ pub struct ApprovalsFrame {
 
 /// The pending list of the caller's tenant as Server-Sent Events: the list as it stands first,
 /// then the whole list again each time it changes (a request added, granted, rejected or
-/// expired, whoever did it). The stream stays open until the client leaves.
+/// expired, whoever did it). The stream stays open until the client leaves or the server shuts
+/// down.
 #[utoipa::path(
     get, path = "/v1/approvals/events", tag = "approvals",
     security(("bearer" = [])),
@@ -202,7 +203,12 @@ pub async fn events(
             let pending = match ready.take() {
                 Some(p) => p,
                 None => {
-                    tokio::time::sleep(EVENTS_POLL).await;
+                    // Shutdown ends the stream, so an open console never holds `bridle serve` up.
+                    let stop = state.mcp.cancel.clone();
+                    tokio::select! {
+                        () = tokio::time::sleep(EVENTS_POLL) => {}
+                        () = stop.cancelled() => return None,
+                    }
                     match state.gate.pending_approvals(&principal).await {
                         Ok(p) => p,
                         Err(e) => {

@@ -184,3 +184,35 @@ async fn the_drift_scan_is_read_only_and_checks_its_query() {
     assert_eq!(status, StatusCode::FORBIDDEN, "approvers alone do not read the decision log");
     assert_eq!(code(&body), "forbidden");
 }
+
+#[tokio::test]
+async fn shutdown_ends_the_approvals_stream() {
+    use std::sync::Arc;
+
+    use bridle_runtime::runtime::{Env, RuntimeBuilder};
+    use bridle_server::auth::AuthConfig;
+    use bridle_server::limits::Limits;
+    use bridle_server::{AppState, router};
+
+    let config = bridle_runtime::bundled::checkout().unwrap();
+    let runtime = RuntimeBuilder::new(Arc::new(config)).env(Env::default()).store_url("memory").build().await.unwrap();
+    let state =
+        AppState::new(runtime.gate.clone(), &AuthConfig::hs256(super::support::SECRET), Limits::default()).unwrap();
+    let stop = state.mcp.cancel.clone();
+    let app = router(state);
+    let operator = token("operator-2");
+    let response = raw(&app, "/v1/approvals/events", &[("authorization", &format!("Bearer {operator}"))]).await;
+    let mut body = response.into_body().into_data_stream();
+    let mut buffer = String::new();
+    assert_eq!(frames(&mut body, &mut buffer, 1).await[0].0, "approvals");
+    stop.cancel();
+    // Keep-alive comments may come first; the stream must then end.
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        while let Some(chunk) = body.next().await {
+            let text = String::from_utf8(chunk.unwrap().to_vec()).unwrap();
+            assert!(!text.contains("event: approvals"), "no frame after shutdown: {text}");
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the stream did not end on shutdown");
+}
