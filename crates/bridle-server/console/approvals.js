@@ -150,7 +150,7 @@ function fillDiff(box, d) {
       h('td', { class: same ? '' : 'diff-add' }, JSON.stringify(c.proposed)),
       h('td', {}, same ? t('approvals.unchanged') : t('approvals.changed')));
   });
-  box.append(h('div', { class: 'table-wrap' }, h('table', {},
+  box.append(h('div', { class: 'table-wrap', tabindex: '0' }, h('table', {},
     h('caption', { class: 'sr-only' }, t('approvals.diff')),
     h('thead', {}, h('tr', {}, [t('approvals.field'), t('approvals.current'), t('approvals.proposed'), ''].map((x) => h('th', { scope: 'col' }, x)))),
     h('tbody', {}, rows))));

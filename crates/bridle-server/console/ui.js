@@ -73,7 +73,7 @@ export function facts(pairs) {
 }
 
 export function table(headers, rows) {
-  return h('div', { class: 'table-wrap' },
+  return h('div', { class: 'table-wrap', tabindex: '0' },
     h('table', {},
       h('thead', {}, h('tr', {}, headers.map((x) => h('th', { scope: 'col' }, x)))),
       h('tbody', {}, rows)));
