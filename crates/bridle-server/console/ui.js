@@ -43,9 +43,9 @@ export function badge(text, kind = 'info') { return h('span', { class: `badge ${
 
 export function verdictKind(v) {
   const s = String(v || '').toLowerCase();
-  if (['ok', 'allow', 'allowed', 'executed', 'granted', 'pass', 'done', 'safe', 'intact', 'accepted', 'succeeded'].includes(s)) return 'ok';
-  if (['rejected', 'deny', 'denied', 'blocked', 'fail', 'failed', 'error', 'critical', 'broken', 'refused', 'unsafe', 'compromised'].includes(s)) return 'bad';
-  if (['pending', 'require_approval', 'interrupted', 'warning', 'degraded', 'running', 'partial'].includes(s)) return 'warn';
+  if (['ok', 'allow', 'allowed', 'executed', 'granted', 'pass', 'done', 'safe', 'intact', 'accepted', 'succeeded', 'reported'].includes(s)) return 'ok';
+  if (['rejected', 'deny', 'denied', 'blocked', 'fail', 'failed', 'error', 'critical', 'broken', 'refused', 'unsafe', 'compromised', 'followed'].includes(s)) return 'bad';
+  if (['pending', 'require_approval', 'interrupted', 'warning', 'degraded', 'running', 'partial', 'no_mention', 'approval_required'].includes(s)) return 'warn';
   return 'info';
 }
 

@@ -193,16 +193,13 @@ function loopTab(panel, signal, state) {
   ], state);
   const holder = h('div');
   const out = h('div', { id: 'wb-result', 'aria-live': 'polite' });
-  const body = () => {
-    const v = f.get();
-    return { goal: v.goal, value: num(v.value), max_rounds: num(v.max_rounds) };
-  };
+  const rounds = () => num(f.get().max_rounds);
   panel.append(h('section', { class: 'panel' }, h('p', {}, t('wb.loop_help')), forceFormula()), ...f.nodes.slice(0, 3),
-    h('div', { class: 'row' }, h('button', { type: 'button', id: 'wb-make-prompt', onclick: () => fetchPrompt(holder, signal, { lab: 'loop', ...body() }) }, t('wb.make_prompt'))),
+    h('div', { class: 'row' }, h('button', { type: 'button', id: 'wb-make-prompt', onclick: () => fetchPrompt(holder, signal, { lab: 'loop', goal: f.get().goal, max_rounds: rounds() }) }, t('wb.make_prompt'))),
     holder, f.nodes[3],
     ...toolbar('loop', f, () => {
       const answers = f.get().answers.split(/\n-{3,}\n/).map((a) => a.trim()).filter(Boolean);
-      lab(out, signal, '/v1/lab/loop', { ...body(), answers });
+      lab(out, signal, '/v1/lab/loop', { goal: f.get().goal, value: num(f.get().value), max_rounds: rounds(), answers });
     }, t('wb.run')), out);
 }
 
@@ -215,7 +212,7 @@ function planTab(panel, signal, state) {
   const holder = h('div');
   const out = h('div', { id: 'wb-result', 'aria-live': 'polite' });
   panel.append(...f.nodes.slice(0, 2),
-    h('div', { class: 'row' }, h('button', { type: 'button', id: 'wb-make-prompt', onclick: () => fetchPrompt(holder, signal, { lab: 'plan', task: f.get().task || undefined, steps: num(f.get().steps) }) }, t('wb.make_prompt'))),
+    h('div', { class: 'row' }, h('button', { type: 'button', id: 'wb-make-prompt', onclick: () => fetchPrompt(holder, signal, { lab: 'plan', document: f.get().task || undefined, steps: num(f.get().steps) }) }, t('wb.make_prompt'))),
     holder, f.nodes[2],
     ...toolbar('plan', f, () => lab(out, signal, '/v1/lab/plan', { answer: f.get().answer, steps: num(f.get().steps) }), t('wb.check')), out);
 }
@@ -223,7 +220,7 @@ function planTab(panel, signal, state) {
 function injectionTab(panel, signal, state) {
   const f = form([
     ['document', t('wb.document'), 'textarea', { rows: '5' }],
-    ['seed', t('wb.seed'), 'number', { min: '0' }],
+    ['seed', t('wb.seed'), 'number', { min: '1', max: '999999' }],
     ['defended', t('wb.defended'), 'checkbox'],
     ['answer', t('wb.answer'), 'textarea', { rows: '6' }],
   ], { defended: true, ...state });
@@ -232,7 +229,7 @@ function injectionTab(panel, signal, state) {
   panel.append(...f.nodes.slice(0, 3),
     h('div', { class: 'row' }, h('button', {
       type: 'button', id: 'wb-make-prompt',
-      onclick: () => { const v = f.get(); fetchPrompt(holder, signal, { lab: 'injection', document: v.document || undefined, seed: num(v.seed), defended: v.defended }); },
+      onclick: () => { const v = f.get(); fetchPrompt(holder, signal, { lab: 'injection', document: v.document || undefined, seed: num(v.seed), undefended: !v.defended }); },
     }, t('wb.make_prompt'))),
     holder, f.nodes[3],
     ...toolbar('injection', f, () => lab(out, signal, '/v1/lab/judge', { answer: f.get().answer }), t('wb.judge')), out);

@@ -8,6 +8,7 @@ pub mod calls;
 pub mod check;
 pub mod drift;
 pub mod guard;
+pub mod lab;
 pub mod runs;
 pub mod tools;
 
@@ -39,6 +40,10 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .route("/v1/drift", get(drift::scan))
         .route("/v1/guard/scan", post(guard::scan))
         .route("/v1/check", post(check::check))
+        .route("/v1/lab/loop", post(lab::run_loop))
+        .route("/v1/lab/plan", post(lab::plan))
+        .route("/v1/lab/judge", post(lab::run_judge))
+        .route("/v1/lab/prompt", post(lab::build_prompt))
         .route("/v1/runs", post(runs::start).get(runs::list))
         .route("/v1/runs/{id}", get(runs::show))
         .route("/v1/runs/{id}/events", get(runs::events))

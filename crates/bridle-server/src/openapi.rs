@@ -3,7 +3,7 @@
 
 use axum::Json;
 use utoipa::openapi::path::Operation;
-use utoipa::openapi::schema::{AllOfBuilder, ObjectBuilder, OneOfBuilder, Type};
+use utoipa::openapi::schema::{AdditionalProperties, AllOfBuilder, ObjectBuilder, OneOfBuilder, Schema, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
 use utoipa::{Modify, OpenApi, ToSchema};
@@ -207,6 +207,27 @@ impl Modify for CallBodyChoice {
     }
 }
 
+/// Tagged request bodies (one object per variant) that serde reads with `deny_unknown_fields`:
+/// the derive leaves each variant open, so each is closed here to say what the server does.
+struct ClosedVariants;
+
+/// The tagged request bodies [`ClosedVariants`] closes.
+const TAGGED_BODIES: [&str; 2] = ["StartBody", "LoopBody"];
+
+impl Modify for ClosedVariants {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let Some(schemas) = openapi.components.as_mut().map(|c| &mut c.schemas) else { return };
+        for name in TAGGED_BODIES {
+            let Some(RefOr::T(Schema::OneOf(one_of))) = schemas.get_mut(name) else { continue };
+            for item in &mut one_of.items {
+                if let RefOr::T(Schema::Object(object)) = item {
+                    object.additional_properties = Some(Box::new(AdditionalProperties::FreeForm(false)));
+                }
+            }
+        }
+    }
+}
+
 /// The API's document.
 #[derive(OpenApi)]
 #[openapi(
@@ -232,6 +253,7 @@ impl Modify for CallBodyChoice {
         api::drift::scan,
         api::guard::scan,
         api::check::check,
+        api::lab::run_loop, api::lab::plan, api::lab::run_judge, api::lab::build_prompt,
         api::runs::start,
         api::runs::list,
         api::runs::show,
@@ -242,11 +264,13 @@ impl Modify for CallBodyChoice {
     ),
     components(schemas(ErrorBody, ErrorDetail, Health, ToolList, ApprovalList, ApprovalAnswer, ApprovalShown, FieldChange, AuditPage, ScanAnswer, api::calls::CallBody, api::approvals::RejectBody,
         api::guard::ScanBody, api::guard::ScanChannel, api::check::CheckBody,
-        api::runs::StartBody, api::runs::Pipeline, api::runs::AnalysisInput, api::runs::ResumeBody, api::runs::RunAccepted,
+        api::lab::LoopBody, api::lab::PlanBody, api::lab::JudgeBody, api::lab::PromptBody,
+        api::lab::LabGoal, api::lab::LabLang, api::lab::PromptLab, api::lab::StepCount,
+        api::runs::StartBody, api::runs::AnalysisInput, api::runs::FabInput, api::runs::FabAnomaly, api::runs::ResumeBody, api::runs::RunAccepted,
         api::runs::RunStatus, api::runs::RunEventFrame, api::runs::DecisionList, api::runs::RunState,
         api::runs::RunListItem, api::runs::RunList, api::approvals::ApprovalsFrame, api::audit::ChainStatus,
         api::drift::DriftAnswer, api::drift::DriftMetric)),
-    modifiers(&BearerScheme, &MiddlewareResponses, &CallBodyChoice)
+    modifiers(&BearerScheme, &MiddlewareResponses, &CallBodyChoice, &ClosedVariants)
 )]
 pub struct ApiDoc;
 

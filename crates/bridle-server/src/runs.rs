@@ -13,16 +13,20 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use bridle_core::checkpoint::{Checkpoint, ThreadQuery, ThreadStatus};
-use bridle_core::{Code, Rejection};
+use bridle_core::{Code, Principal, Rejection};
 use bridle_runtime::graph::{Event, Graph};
 use bridle_runtime::pipelines::analysis::{AnalysisOptions, Recorder, analysis_graph_recorded};
+use bridle_runtime::pipelines::fab::{FabOptions, fab_graph};
 use bridle_runtime::runtime::Runtime;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 /// The pipelines a run may name: API name → graph name (the part of a checkpoint's `graph`
 /// before `@`).
-pub const PIPELINES: [(&str, &str); 1] = [("analysis", "seed001-analysis")];
+pub const PIPELINES: [(&str, &str); 2] = [("analysis", "seed001-analysis"), ("fab", "seed000-fab")];
+
+/// The state field of a `fab` run holding the principal who started it.
+const REQUESTER: &str = "requester";
 
 /// A run in flight: the events so far and who listens.
 #[derive(Default)]
@@ -116,22 +120,38 @@ impl Runs {
         &self.runtime
     }
 
-    /// The graph of `pipeline` for `tenant`: the runtime's session model, analysts recorded in
-    /// the tenant's decision log.
-    fn graph(&self, pipeline: &str, tenant: &str) -> Result<Graph, RunError> {
+    /// The graph of `pipeline` acting for `starter`: the runtime's session model, every model
+    /// call recorded in the starter's tenant's decision log. The `fab` pipeline's plans are
+    /// requested by the starter (the gate authorizes every tool call for them).
+    fn graph(&self, pipeline: &str, starter: &Principal) -> Result<Graph, RunError> {
         match pipeline {
             "analysis" => {
-                let recorder = Recorder { log: self.runtime.stores.decisions.clone(), tenant: tenant.to_owned() };
+                let recorder = Recorder { log: self.runtime.stores.decisions.clone(), tenant: starter.tenant.clone() };
                 analysis_graph_recorded(self.runtime.session_llm(), AnalysisOptions::default(), recorder)
                     .map_err(|e| RunError::Internal(e.clone()))
             }
+            "fab" => fab_graph(
+                self.runtime.gate.clone(),
+                self.runtime.session_llm(),
+                starter.clone(),
+                FabOptions::from_config(&self.runtime.config),
+            )
+            .map_err(RunError::Internal),
             other => Err(RunError::Refused(Rejection::new(Code::BadRequest, format!("no pipeline `{other}`")))),
         }
     }
 
-    /// Starts `pipeline` on `input` for `tenant` in the background; returns the run id.
-    pub fn start(&self, tenant: &str, pipeline: &str, input: Value) -> Result<String, RunError> {
-        let graph = self.graph(pipeline, tenant)?;
+    /// Starts `pipeline` on `input` for `starter` in the background; returns the run id. A
+    /// `fab` run keeps its starter in its state, so whoever answers its interrupts later, its
+    /// plans stay requested by the starter.
+    pub fn start(&self, starter: &Principal, pipeline: &str, mut input: Value) -> Result<String, RunError> {
+        let graph = self.graph(pipeline, starter)?;
+        if pipeline == "fab"
+            && let Some(fields) = input.as_object_mut()
+        {
+            fields.insert(REQUESTER.to_owned(), serde_json::to_value(starter).map_err(|e| internal(&e))?);
+        }
+        let tenant = starter.tenant.as_str();
         // v7: ids sort by start time, which `list` relies on.
         let run_id = uuid::Uuid::now_v7().to_string();
         let thread = thread_id(tenant, &run_id);
@@ -144,7 +164,17 @@ impl Runs {
     /// Answers `interrupt_id` of the caller's run with `value`; the rest runs in the background.
     pub async fn resume(&self, tenant: &str, run_id: &str, interrupt_id: &str, value: Value) -> Result<(), RunError> {
         let thread = thread_id(tenant, run_id);
-        let checkpoint = self.latest(&thread).await?.ok_or_else(|| not_found(run_id))?;
+        let checkpoint = match self.latest(&thread).await? {
+            Some(checkpoint) => checkpoint,
+            // Started and not paused yet: it waits for nothing.
+            None if self.is_live(&thread) => {
+                return Err(RunError::Refused(Rejection::new(
+                    Code::UnknownInterrupt,
+                    format!("run `{run_id}` has no pending interrupt `{interrupt_id}` yet"),
+                )));
+            }
+            None => return Err(not_found(run_id)),
+        };
         let pending = checkpoint.status == ThreadStatus::Interrupted;
         if !pending || !checkpoint.interrupts.iter().any(|i| i.id == interrupt_id) {
             return Err(RunError::Refused(Rejection::new(
@@ -153,7 +183,7 @@ impl Runs {
             )));
         }
         let pipeline = pipeline_of(&checkpoint).ok_or_else(|| not_found(run_id))?;
-        let graph = self.graph(pipeline, tenant)?;
+        let graph = self.graph(pipeline, &starter_of(pipeline, tenant, &checkpoint)?)?;
         self.track(&thread)?;
         let stream = graph.resume(self.runtime.run_config(&thread), interrupt_id, value);
         self.runtime.spawn_stream(stream, self.feeder(thread));
@@ -327,6 +357,19 @@ impl Runs {
                 map.remove(&thread);
             }
         }
+    }
+}
+
+/// Who a run acts for: a `fab` run's recorded starter (a run without one, or with another
+/// tenant's, is refused rather than run as someone else); other pipelines act for the tenant.
+fn starter_of(pipeline: &str, tenant: &str, checkpoint: &Checkpoint) -> Result<Principal, RunError> {
+    if pipeline != "fab" {
+        return Ok(Principal::new("", tenant, &[], &[]));
+    }
+    let recorded = checkpoint.state.get(REQUESTER).cloned().unwrap_or(Value::Null);
+    match serde_json::from_value::<Principal>(recorded) {
+        Ok(p) if p.tenant == tenant => Ok(p),
+        _ => Err(RunError::Internal("the run has no starter of this tenant in its state".into())),
     }
 }
 

@@ -6,7 +6,9 @@ mod suite {
     mod approvals;
     mod auth;
     mod console;
+    mod fab_runs;
     mod keys;
+    mod lab;
     mod limits;
     mod mcp;
     mod metrics;

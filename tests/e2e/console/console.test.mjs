@@ -9,6 +9,10 @@ import { chromium } from 'playwright-core';
 const BASE = process.env.BRIDLE_URL;
 const OPERATOR = process.env.BRIDLE_OPERATOR_TOKEN;
 const REQUESTER = process.env.BRIDLE_REQUESTER_TOKEN;
+const FAB = process.env.BRIDLE_FAB_URL;
+const FAB_CHOICE = process.env.BRIDLE_FAB_CHOICE_URL;
+const FAB_AGENT = process.env.BRIDLE_FAB_AGENT_TOKEN;
+const FAB_OPERATOR = process.env.BRIDLE_FAB_OPERATOR_TOKEN;
 const OUT = process.env.BRIDLE_E2E_OUT || 'test-output';
 const CHROMIUM = process.env.BRIDLE_CHROMIUM || '/usr/bin/chromium';
 const WIDTHS = [390, 1280];
@@ -40,8 +44,8 @@ async function page(width = 1280) {
   return p;
 }
 
-async function signIn(p, token = OPERATOR, hash = '#/approvals') {
-  await p.goto(`${BASE}/${hash}`);
+async function signIn(p, token = OPERATOR, hash = '#/approvals', base = BASE) {
+  await p.goto(`${base}/${hash}`);
   await p.fill('#token', token);
   await p.click('#signin');
   await p.waitForSelector('#whoami');
@@ -62,8 +66,8 @@ async function shoot(p, name) {
   await p.setViewportSize({ width: 1280, height: 900 });
 }
 
-async function api(method, path, token, body) {
-  const r = await fetch(`${BASE}${path}`, {
+async function api(method, path, token, body, base = BASE) {
+  const r = await fetch(`${base}${path}`, {
     method,
     headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
     body: body ? JSON.stringify(body) : undefined,
@@ -183,6 +187,86 @@ test('rejecting needs a reason, and the reason is kept', async () => {
   const shown = await api('GET', `/v1/approvals/${id}`, OPERATOR);
   assert.equal(shown.body.approval.status, 'rejected');
   assert.equal(shown.body.approval.rejection_reason, 'not during the freeze');
+  await p.context().close();
+});
+
+async function startFab(base) {
+  const body = { pipeline: 'fab', input: { anomaly: { equipment: 'etch-01', metric: 'chamber_temp_c', value: 388 }, incident: 'inc-console' } };
+  const r = await api('POST', '/v1/runs', FAB_AGENT, body, base);
+  assert.equal(r.status, 202, JSON.stringify(r.body));
+  return r.body.run_id;
+}
+
+test('a fab plan rejected with a reason goes back to the Advisor; the next one, approved, runs to the end', async () => {
+  const p = await page();
+  await signIn(p, FAB_OPERATOR, '#/approvals', FAB);
+  await p.waitForSelector('#approvals-stream.ok');
+  const run = await startFab(FAB);
+  const first = 'section.approval:has(h2:text-is("replace_part"))';
+  await p.waitForSelector(first);
+  assert.match(await p.textContent(first), /advisor-agent/);
+  assert.ok(await p.$(`${first} a[href="#/runs/${run}"]`), 'the plan links its run');
+  await p.click(`${first} button[data-action="reject"]`);
+  await p.fill(`${first} textarea`, 'no downtime this shift; trim the setpoint instead');
+  await p.click(`${first} button[data-action="confirm-reject"]`);
+  // The run is told to look again: the Advisor proposes another plan, which appears live.
+  const second = 'section.approval:has(h2:text-is("set_temperature"))';
+  await p.waitForSelector(second);
+  await p.waitForSelector(first, { state: 'detached' });
+  await shoot(p, 'fab-approvals');
+  await p.click(`${second} button[data-action="approve"]`);
+  await p.click('#watch-run');
+  await p.waitForSelector('#run-timeline li[data-event="finished"]');
+  await p.waitForFunction(() => document.querySelector('#run-head') && /done|완료/.test(document.querySelector('#run-head').textContent));
+  const outcome = await p.textContent('#run-outcome');
+  assert.match(outcome, /"executed"/);
+  assert.match(outcome, /no downtime this shift/);
+  await shoot(p, 'fab-run-done');
+  const done = await api('GET', `/v1/runs/${run}`, FAB_OPERATOR, undefined, FAB);
+  assert.equal(done.body.state.outcome.status, 'executed', JSON.stringify(done.body.state.outcome));
+  await p.context().close();
+});
+
+test('a run waiting for a human: choose a cause, then approve the plan, in the run view', async () => {
+  const p = await page(390);
+  await signIn(p, FAB_OPERATOR, '#/runs', FAB_CHOICE);
+  const run = await startFab(FAB_CHOICE);
+  await p.goto(`${FAB_CHOICE}/#/runs/${run}`);
+  const choose = '.interrupt[data-kind="choose_candidate"]';
+  await p.waitForSelector(choose);
+  assert.match(await p.textContent(choose), /vacuum pump wear/);
+  await shoot(p, 'run-choose');
+  await p.check(`${choose} input[type="radio"] >> nth=1`);
+  await p.click(`${choose} button[data-action="choose"]`);
+  const plan = '.interrupt[data-kind="approve_plan"]';
+  await p.waitForSelector(plan);
+  assert.match(await p.textContent(plan), /replace_part/);
+  assert.match(await p.textContent(plan), /gas_valve/);
+  await p.click(`${plan} button[data-action="approve"]`);
+  await p.waitForFunction(() => /done|완료/.test(document.querySelector('#run-head').textContent));
+  const done = await api('GET', `/v1/runs/${run}`, FAB_OPERATOR, undefined, FAB_CHOICE);
+  assert.equal(done.body.state.outcome.status, 'executed', JSON.stringify(done.body.state));
+  assert.equal(done.body.state.diagnosis.chosen_by, 'operator');
+  assert.equal(done.body.state.diagnosis.cause, 'stuck gas valve');
+  await p.context().close();
+});
+
+test('workbench tabs 2 to 4 assemble their prompt and judge a sample answer', async () => {
+  const p = await page();
+  await signIn(p, OPERATOR, '#/workbench/loop');
+  for (const [tab, expected, text] of [['loop', 'pass', /98\.0665/], ['plan', 'pass', /Deliver materials/], ['injection', 'reported', /report/]]) {
+    await p.goto(`${BASE}/#/workbench/${tab}`);
+    await p.click('#wb-sample');
+    await p.click('#wb-make-prompt');
+    await p.waitForSelector('#wb-prompt');
+    assert.ok((await p.inputValue('#wb-prompt')).length > 100, `${tab}: a prompt`);
+    await p.click('#wb-run');
+    await p.waitForSelector('#wb-report .badge');
+    assert.equal((await p.textContent('#wb-report .badge')).trim(), expected, `${tab}: ${await p.textContent('#wb-report')}`);
+    assert.match(await p.textContent('#wb-report'), text);
+    if (tab === 'loop') assert.ok(await p.$('math'), 'the loop tab shows its formula in MathML');
+    await shoot(p, `workbench-${tab}`);
+  }
   await p.context().close();
 });
 

@@ -79,6 +79,8 @@ pub(crate) struct Fab {
 fn schema() -> StateSchema {
     StateSchema::new()
         .field("anomaly", Kind::Object, Reducer::Replace)
+        // Who started the run, when it was started over the API: a resumed run acts for them.
+        .field("requester", Kind::Object, Reducer::Replace)
         .field("incident", Kind::String, Reducer::Replace)
         .field("candidates", Kind::Array, Reducer::Replace)
         .field("diagnosis", Kind::Object, Reducer::Replace)

@@ -33,14 +33,8 @@ pub const SCOPE_RUNS_READ: &str = "runs:read";
 const DEFAULT_LIMIT: u32 = 100;
 /// Largest page.
 const MAX_LIMIT: u32 = 1000;
-
-/// A pipeline the server can run.
-#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Pipeline {
-    /// Seed 001's analysis: four analysts, evaluators, scoring and a confidence loop.
-    Analysis,
-}
+/// Longest equipment, metric or incident name of a `fab` run.
+const MAX_NAME: usize = 200;
 
 /// Input of the `analysis` pipeline.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -55,14 +49,41 @@ pub struct AnalysisInput {
     pub data: Map<String, Value>,
 }
 
-/// Body of `POST /v1/runs`.
+/// The anomaly a `fab` run starts from.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct StartBody {
-    /// Which pipeline.
-    pub pipeline: Pipeline,
-    /// Its input.
-    pub input: AnalysisInput,
+pub struct FabAnomaly {
+    /// The equipment it was seen on (the Advisor's plans target it).
+    #[schema(min_length = 1, max_length = 200)]
+    pub equipment: String,
+    /// What was measured (`chamber_temp_c`, `gas_flow_sccm`, …).
+    #[schema(min_length = 1, max_length = 200)]
+    pub metric: String,
+    /// The reading.
+    pub value: f64,
+}
+
+/// Input of the `fab` pipeline.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FabInput {
+    /// The anomaly.
+    pub anomaly: FabAnomaly,
+    /// The incident id the run's audit events carry (empty when absent).
+    #[serde(default)]
+    #[schema(max_length = 200)]
+    pub incident: String,
+}
+
+/// Body of `POST /v1/runs`: `{"pipeline": NAME, "input": …}`, the input being the pipeline's.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(tag = "pipeline", content = "input", rename_all = "snake_case", deny_unknown_fields)]
+pub enum StartBody {
+    /// Seed 001's analysis: four analysts, evaluators, scoring and a confidence loop.
+    Analysis(AnalysisInput),
+    /// Seed 000's fab: Diagnostician → triage → Advisor → the gate → approval, acting for the
+    /// caller (the requester of every plan). Pauses for `choose_candidate` and `approve_plan`.
+    Fab(FabInput),
 }
 
 /// Body of `POST /v1/runs/{id}/resume`.
@@ -226,6 +247,7 @@ fn run_id(id: &str) -> Result<&str, ApiError> {
     security(("bearer" = [])),
     responses(
         (status = 202, description = "started; follow `GET /v1/runs/{run_id}` or its `/events`", body = RunAccepted),
+        (status = 400, description = "the input is not the pipeline's (`bad_request`)", body = crate::openapi::ErrorBody),
         (status = 403, description = "needs `runs:start` (`forbidden`)", body = crate::openapi::ErrorBody),
         (status = 404, description = "runs are not enabled on this server (`not_found`)", body = crate::openapi::ErrorBody),
     )
@@ -237,12 +259,26 @@ pub async fn start(
 ) -> Result<(StatusCode, Json<RunAccepted>), ApiError> {
     caller.require_any(&[SCOPE_RUNS_START])?;
     let runs = runs(&state)?;
-    let Pipeline::Analysis = body.pipeline;
-    if body.input.entity.is_empty() {
-        return Err(ApiError::bad_request("`input.entity` must not be empty"));
-    }
-    let input = json!({"entity": body.input.entity, "data": body.input.data});
-    let run_id = runs.start(&caller.0.tenant, "analysis", input).map_err(run_error)?;
+    let (pipeline, input) = match body {
+        StartBody::Analysis(input) => {
+            if input.entity.is_empty() {
+                return Err(ApiError::bad_request("`input.entity` must not be empty"));
+            }
+            ("analysis", json!({"entity": input.entity, "data": input.data}))
+        }
+        StartBody::Fab(input) => {
+            let FabAnomaly { equipment, metric, value } = input.anomaly;
+            let sizes = [equipment.chars().count(), metric.chars().count(), input.incident.chars().count()];
+            if equipment.is_empty() || metric.is_empty() || sizes.iter().any(|n| *n > MAX_NAME) {
+                return Err(ApiError::bad_request(format!(
+                    "`input.anomaly.equipment` and `.metric` must be 1 to {MAX_NAME} characters, `input.incident` at most {MAX_NAME}"
+                )));
+            }
+            let anomaly = json!({"equipment": equipment, "metric": metric, "value": value});
+            ("fab", json!({"anomaly": anomaly, "incident": input.incident}))
+        }
+    };
+    let run_id = runs.start(&caller.0, pipeline, input).map_err(run_error)?;
     Ok((StatusCode::ACCEPTED, Json(RunAccepted { run_id, status: "running".into() })))
 }
 

@@ -23,6 +23,8 @@ fn routes() -> Vec<(Method, &'static str, Option<serde_json::Value>)> {
         (Method::GET, "/v1/audit", None),
         (Method::POST, "/v1/guard/scan", Some(json!({"text": "hello"}))),
         (Method::POST, "/v1/check", Some(json!({"answer": "{}"}))),
+        (Method::POST, "/v1/lab/plan", Some(json!({"answer": "1. a", "steps": 5}))),
+        (Method::POST, "/v1/lab/prompt", Some(json!({"lab": "loop"}))),
     ]
 }
 

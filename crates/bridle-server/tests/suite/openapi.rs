@@ -24,6 +24,10 @@ async fn the_document_lists_every_route() {
         ("/v1/audit", "get"),
         ("/v1/guard/scan", "post"),
         ("/v1/check", "post"),
+        ("/v1/lab/loop", "post"),
+        ("/v1/lab/plan", "post"),
+        ("/v1/lab/judge", "post"),
+        ("/v1/lab/prompt", "post"),
         ("/metrics", "get"),
         ("/v1/runs", "post"),
         ("/v1/runs", "get"),
@@ -37,7 +41,7 @@ async fn the_document_lists_every_route() {
     ] {
         assert!(paths.get(path).and_then(|p| p.get(method)).is_some(), "{method} {path} missing");
     }
-    assert_eq!(paths.len(), 20, "no undocumented extras: {:?}", paths.keys().collect::<Vec<_>>());
+    assert_eq!(paths.len(), 24, "no undocumented extras: {:?}", paths.keys().collect::<Vec<_>>());
     assert_eq!(doc["components"]["securitySchemes"]["bearer"]["scheme"], "bearer");
     let calls = doc["paths"]["/v1/calls"]["post"]["responses"]["200"]["description"].as_str().unwrap();
     assert!(calls.contains("200 responses carrying the verdict"), "{calls}");
@@ -47,4 +51,24 @@ async fn the_document_lists_every_route() {
     assert_eq!(shown["properties"]["diff"]["items"]["$ref"], "#/components/schemas/FieldChange", "{shown}");
     let field = &doc["components"]["schemas"]["FieldChange"];
     assert_eq!(field["required"], serde_json::json!(["field", "current", "proposed"]), "{field}");
+}
+
+#[tokio::test]
+async fn tagged_bodies_are_closed_objects_and_every_reference_resolves() {
+    let app = app().await;
+    let (_, doc) = get(&app, "/openapi.json", None).await;
+    let schemas = &doc["components"]["schemas"];
+    for name in ["StartBody", "LoopBody"] {
+        let variants = schemas[name]["oneOf"].as_array().unwrap();
+        assert!(variants.len() >= 2, "{name}");
+        for v in variants {
+            assert_eq!(v["additionalProperties"], false, "{name}: {v}");
+        }
+    }
+    // Every `$ref` names a component that exists.
+    let text = doc.to_string();
+    for piece in text.split("\"$ref\":\"#/components/schemas/").skip(1) {
+        let target = piece.split('"').next().unwrap();
+        assert!(schemas.get(target).is_some(), "dangling $ref to {target}");
+    }
 }

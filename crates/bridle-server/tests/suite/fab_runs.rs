@@ -1,0 +1,150 @@
+//! `POST /v1/runs` with `pipeline: "fab"`: seed 000's pipeline started over HTTP pauses for a
+//! human, its plans stay requested by whoever started it even when another principal answers
+//! its interrupts, a rejection goes back to the Advisor, and an approved plan runs once.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::http::StatusCode;
+use bridle_runtime::llm::ScriptedModel;
+use bridle_runtime::runtime::{Env, RuntimeBuilder};
+use bridle_server::auth::AuthConfig;
+use bridle_server::limits::Limits;
+use bridle_server::runs::Runs;
+use bridle_server::{AppState, router};
+use serde_json::{Value, json};
+
+use super::support::{SECRET, code, get, post, token_for};
+
+const SERVICES: &[&str] = &["etch-01", "cvd-02"];
+
+/// The fab example on a memory store with seed 000's reject → regenerate → re-approve script.
+async fn app() -> Router {
+    let config = bridle_runtime::bundled::fab().unwrap();
+    let script = include_str!("../../../../examples/fab/scripts/reject_regenerate_reapprove.toml");
+    let runtime = RuntimeBuilder::new(Arc::new(config))
+        .env(Env::default())
+        .store_url("memory")
+        .llm(Arc::new(ScriptedModel::from_toml_str(script).unwrap()))
+        .build()
+        .await
+        .unwrap();
+    let runtime = Arc::new(runtime);
+    let state = AppState::new(runtime.gate.clone(), &AuthConfig::hs256(SECRET), Limits::default())
+        .unwrap()
+        .with_runs(Arc::new(Runs::new(runtime)));
+    router(state)
+}
+
+fn agent() -> String {
+    token_for(
+        "advisor-agent",
+        "fab-1",
+        SERVICES,
+        &["equipment:read", "equipment:tune", "equipment:maintain", "runs:start", "runs:read"],
+    )
+}
+
+/// An operator who approves and answers interrupts but holds no tool scope of their own.
+fn operator() -> String {
+    token_for("operator-kim", "fab-1", SERVICES, &["approval:grant", "runs:start", "runs:read"])
+}
+
+fn anomaly() -> Value {
+    json!({"pipeline": "fab", "input": {
+        "anomaly": {"equipment": "etch-01", "metric": "chamber_temp_c", "value": 388.0},
+        "incident": "inc-api"
+    }})
+}
+
+/// Polls until the run is no longer running.
+async fn settle(app: &Router, token: &str, id: &str) -> Value {
+    for _ in 0..500 {
+        let (status, body) = get(app, &format!("/v1/runs/{id}"), Some(token)).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        if body["status"] != "running" {
+            return body;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("run {id} did not settle");
+}
+
+/// The pending `approve_plan` interrupt: (interrupt id, approval id).
+fn pending_plan(run: &Value) -> (String, String) {
+    assert_eq!(run["status"], "interrupted", "{run}");
+    let interrupt = &run["interrupts"][0];
+    assert_eq!(interrupt["payload"]["kind"], "approve_plan", "{run}");
+    let approval = interrupt["payload"]["plan"]["approval_id"].as_str().unwrap().to_owned();
+    (interrupt["id"].as_str().unwrap().to_owned(), approval)
+}
+
+async fn resume(app: &Router, token: &str, run: &str, interrupt: &str) {
+    let body = json!({"interrupt_id": interrupt, "value": null});
+    let (status, body) = post(app, &format!("/v1/runs/{run}/resume"), Some(token), &body).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+}
+
+#[tokio::test]
+async fn a_fab_run_over_http_is_rejected_regenerated_approved_and_executed_for_its_starter() {
+    let app = app().await;
+    let (agent, operator) = (agent(), operator());
+    let (status, body) = post(&app, "/v1/runs", Some(&agent), &anomaly()).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let run = body["run_id"].as_str().unwrap().to_owned();
+
+    // Round 1: the Advisor's part replacement waits for a human; the operator rejects it.
+    let first = settle(&app, &operator, &run).await;
+    assert_eq!(first["pipeline"], "fab");
+    let (interrupt, approval) = pending_plan(&first);
+    let (_, request) = get(&app, &format!("/v1/approvals/{approval}"), Some(&operator)).await;
+    assert_eq!(request["approval"]["plan"]["tool"], "replace_part", "{request}");
+    assert_eq!(request["approval"]["requester"], "advisor-agent", "{request}");
+    let reason = json!({"reason": "no downtime this shift; trim the setpoint instead"});
+    let (status, body) = post(&app, &format!("/v1/approvals/{approval}/reject"), Some(&operator), &reason).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // The operator (not the starter) answers the interrupt: the run still acts for the agent.
+    resume(&app, &operator, &run, &interrupt).await;
+
+    // Round 2: a 5 °C trim at low confidence, so approval again, requested by the agent.
+    let second = settle(&app, &operator, &run).await;
+    let (interrupt, approval) = pending_plan(&second);
+    let (_, request) = get(&app, &format!("/v1/approvals/{approval}"), Some(&operator)).await;
+    assert_eq!(request["approval"]["plan"]["tool"], "set_temperature", "{request}");
+    assert_eq!(request["approval"]["requester"], "advisor-agent", "{request}");
+    let (status, body) = post(&app, &format!("/v1/approvals/{approval}/approve"), Some(&operator), &json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    resume(&app, &operator, &run, &interrupt).await;
+
+    let done = settle(&app, &agent, &run).await;
+    assert_eq!(done["status"], "done", "{done}");
+    assert_eq!(done["state"]["outcome"]["status"], "executed", "{done}");
+    assert_eq!(done["state"]["rejections"].as_array().map(Vec::len), Some(1), "{done}");
+
+    // Answering the finished run again is refused and nothing runs twice.
+    let again = json!({"interrupt_id": interrupt, "value": null});
+    let (status, body) = post(&app, &format!("/v1/runs/{run}/resume"), Some(&operator), &again).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(code(&body), "unknown_interrupt");
+}
+
+#[tokio::test]
+async fn a_fab_run_needs_the_fab_input_and_an_analysis_run_the_analysis_input() {
+    let app = app().await;
+    let agent = agent();
+    let wrong = [
+        json!({"pipeline": "fab", "input": {"entity": "etch-01"}}),
+        json!({"pipeline": "analysis", "input": {"anomaly": {"equipment": "etch-01", "metric": "m", "value": 1.0}}}),
+        json!({"pipeline": "fab", "input": {"anomaly": {"equipment": "", "metric": "m", "value": 1.0}}}),
+        json!({"pipeline": "fab", "input": {"anomaly": {"equipment": "x".repeat(201), "metric": "m", "value": 1.0}}}),
+        json!({"pipeline": "fab", "input": {"anomaly": {"equipment": "etch-01", "metric": "m", "value": 1.0, "x": 1}}}),
+    ];
+    for body in wrong {
+        let (status, answer) = post(&app, "/v1/runs", Some(&agent), &body).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body} → {answer}");
+        assert_eq!(code(&answer), "bad_request");
+    }
+    let (_, listed) = get(&app, "/v1/runs", Some(&agent)).await;
+    assert_eq!(listed["runs"], json!([]), "nothing was started");
+}
