@@ -224,6 +224,23 @@ test('a fab plan rejected with a reason goes back to the Advisor; the next one, 
   await shoot(p, 'fab-run-done');
   const done = await api('GET', `/v1/runs/${run}`, FAB_OPERATOR, undefined, FAB);
   assert.equal(done.body.state.outcome.status, 'executed', JSON.stringify(done.body.state.outcome));
+  // The run's decision records: searchable, each opening on its harness_checks.
+  await p.goto(`${FAB}/#/decisions`);
+  await p.waitForSelector('#tabpanel table');
+  await p.fill('#search', 'advisor');
+  const rows = await p.$$('#tabpanel tbody tr');
+  assert.ok(rows.length >= 2, `${rows.length} advisor records`);
+  assert.doesNotMatch(await p.textContent('#tabpanel tbody'), /diagnostician/);
+  await p.click('#tabpanel tbody tr >> nth=0 >> button');
+  await p.waitForSelector('#record-detail h3:text-is("harness_checks")');
+  assert.match(await p.textContent('#record-detail'), /schema_valid/);
+  await p.waitForSelector('#chain-status .badge.ok');
+  await shoot(p, 'fab-decisions');
+  // The same records through the drift detector: one section per series, each with its chart.
+  await p.goto(`${FAB}/#/drift`);
+  await p.waitForSelector('.drift-series svg.chart');
+  assert.match(await p.textContent('#drift-body'), /confidence · advisor/);
+  await shoot(p, 'fab-drift');
   await p.context().close();
 });
 
