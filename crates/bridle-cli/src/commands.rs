@@ -13,6 +13,7 @@ pub mod mcp;
 pub mod observability;
 pub mod out;
 pub mod replay;
+pub mod run;
 pub mod serve;
 pub mod token;
 pub mod validate;

@@ -35,6 +35,29 @@ enum Command {
     },
     /// Check a configuration, its schemas and policies; list every error at once.
     Validate,
+    /// Run a workflow file (TOML: tool, ai_analysis, condition, loop, parallel and approval
+    /// nodes) on the configured store and model, with a progress line per node on stderr; or
+    /// resume a paused run. Exit 0 done or paused, 1 failed, 2 the file was refused.
+    Run {
+        /// The workflow file.
+        file: PathBuf,
+        /// The run's input: a JSON object of state keys.
+        #[arg(long, value_name = "JSON")]
+        input: Option<String>,
+        /// Model: a TOML file with an `[llm]` section, or a scripted model's script (default: the
+        /// configuration's `[llm]`).
+        #[arg(long)]
+        model: Option<PathBuf>,
+        /// Resume this paused run (with `--interrupt` and `--value`).
+        #[arg(long, value_name = "RUN_ID", requires_all = ["interrupt", "value"], conflicts_with = "input")]
+        resume: Option<String>,
+        /// The interrupt answered (printed when the run paused).
+        #[arg(long, value_name = "ID", requires = "resume")]
+        interrupt: Option<String>,
+        /// The answer, as JSON (an approval node stores it in its output).
+        #[arg(long, value_name = "JSON", requires = "resume")]
+        value: Option<String>,
+    },
     /// Read a model's answer (a file, or stdin for `-` or none) and run each call through the
     /// gate as the workbench principal; exit 0 whenever a verdict is produced.
     Check {
@@ -408,6 +431,22 @@ fn main() -> ExitCode {
             Command::Demo { which: None } => commands::demo::run(&cli.config, cli.db.as_deref(), cli.json).await,
             Command::Demo { which: Some(_) } => commands::demo::fab(&cli.config, cli.db.as_deref(), cli.json).await,
             Command::Validate => commands::validate::run(cli.config.as_deref(), cli.json),
+            Command::Run { file, input, model, resume, interrupt, value } => {
+                let resume = match (resume, interrupt, value) {
+                    (Some(r), Some(i), Some(v)) => Some((r.as_str(), i.as_str(), v.as_str())),
+                    _ => None,
+                };
+                commands::run::run(commands::run::Args {
+                    config: cli.config.as_deref(),
+                    db: cli.db.as_deref(),
+                    json: cli.json,
+                    file,
+                    input: input.as_deref(),
+                    model: model.as_deref(),
+                    resume,
+                })
+                .await
+            }
             Command::Check { max_calls, file } => {
                 commands::check::run(cli.config.as_deref(), cli.db.as_deref(), cli.json, *max_calls, file.as_deref())
                     .await

@@ -15,6 +15,7 @@ mod suite {
     mod otlp;
     mod replay;
     mod replicas;
+    mod run;
     mod support;
     mod token;
 }

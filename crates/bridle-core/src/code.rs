@@ -136,6 +136,8 @@ codes! {
     UnknownInterrupt => "unknown_interrupt",
     /// The checkpoint is not the thread's latest, or was written by another graph.
     StaleCheckpoint => "stale_checkpoint",
+    /// A workflow file was refused at load (every problem is listed with its path).
+    WorkflowInvalid => "workflow_invalid",
     // server (HTTP API edge: authentication, limits, routing)
     /// No valid bearer token: missing, expired, forged, or for another issuer or audience.
     Unauthenticated => "unauthenticated",

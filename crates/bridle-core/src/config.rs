@@ -11,6 +11,7 @@ mod runtime;
 mod server;
 mod validate;
 mod webhooks;
+mod workflows;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -31,6 +32,7 @@ pub use runtime::{LlmSettings, RuntimeSettings, llm_from_toml};
 pub use server::ServerSettings;
 pub use validate::load;
 pub use webhooks::{DEFAULT_SECRET_ENV, WebhookSettings};
+pub use workflows::WorkflowSettings;
 
 /// Where referenced files (schemas, policies) come from: a directory, or an embedded bundle.
 pub trait Files {
@@ -138,6 +140,8 @@ pub struct Config {
     pub simulator: Option<Simulator>,
     /// Audit evidence and retention (`[audit]`).
     pub audit: AuditSettings,
+    /// Workflow files the API may start (`[workflows]`).
+    pub workflows: WorkflowSettings,
 }
 
 /// A simulator of a system Bridle does not own, run in process.

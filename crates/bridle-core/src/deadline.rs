@@ -2,8 +2,8 @@
 //!
 //! Values only: [`Deadlines`] holds the configured durations and [`Deadline`] a point in time
 //! checked against an explicit `now`; the runtime owns the clocks and the timers. Defaults:
-//! LLM call 30 s, pipeline 5 min, chat turn 60 s, workflow 10 min base + 30 s per node
-//! (a 20-node workflow gets 20 min). A passed deadline is `deadline_exceeded`.
+//! LLM call 30 s, pipeline 5 min, chat turn 60 s, workflow 5 min base + 30 s per node
+//! (a 10-node workflow gets 10 min, a 20-node one 15 min). A passed deadline is `deadline_exceeded`.
 
 use std::time::Duration;
 
@@ -24,7 +24,7 @@ pub struct Deadlines {
     /// One pipeline run (default 5 min).
     #[serde(with = "millis", rename = "pipeline_ms")]
     pub pipeline: Duration,
-    /// A workflow's base allowance (default 10 min).
+    /// A workflow's base allowance (default 5 min).
     #[serde(with = "millis", rename = "workflow_base_ms")]
     pub workflow_base: Duration,
     /// Added to a workflow's allowance per node (default 30 s).
@@ -40,7 +40,7 @@ impl Default for Deadlines {
         Self {
             llm_call: Duration::from_secs(30),
             pipeline: Duration::from_secs(5 * 60),
-            workflow_base: Duration::from_secs(10 * 60),
+            workflow_base: Duration::from_secs(5 * 60),
             workflow_per_node: Duration::from_secs(30),
             chat_turn: Duration::from_secs(60),
         }

@@ -26,6 +26,7 @@ pub mod principal;
 pub mod replay;
 pub mod tools;
 pub mod verdict;
+pub mod workflow;
 
 pub use code::Code;
 pub use principal::{Principal, RunContext};

@@ -13,4 +13,5 @@ mod suite {
     mod policy;
     mod support;
     mod tools;
+    mod workflow;
 }

@@ -68,8 +68,14 @@ pub fn from_path(path: &Path) -> Result<Config, ConfigErrors> {
     let text = read_text(path)
         .map_err(|message| ConfigErrors(vec![ConfigError { at: path.display().to_string(), message }]))?;
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let base = dir.clone();
     let files = move |rel: &str| read_text(&resolve(&dir, rel));
-    load(&text, &files)
+    let mut config = load(&text, &files)?;
+    // `[workflows] dir` is relative to the file, like every other path in it.
+    if let Some(rel) = &config.workflows.dir {
+        config.workflows.dir = Some(resolve(&base, rel).display().to_string());
+    }
+    Ok(config)
 }
 
 /// The config at `path`, or the bundled default.

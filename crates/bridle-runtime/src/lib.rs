@@ -26,5 +26,6 @@ pub mod pipelines;
 pub mod replay;
 pub mod runtime;
 pub mod store;
+pub mod workflow;
 
 pub use gate::{CallOutcome, CallRequest, Gate, GateError, Verdict};

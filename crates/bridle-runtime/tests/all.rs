@@ -29,4 +29,5 @@ mod suite {
     mod support;
     mod webhook;
     mod workbench;
+    mod workflow;
 }

@@ -266,7 +266,7 @@ impl Modify for ClosedVariants {
         api::guard::ScanBody, api::guard::ScanChannel, api::check::CheckBody,
         api::lab::LoopBody, api::lab::PlanBody, api::lab::JudgeBody, api::lab::PromptBody,
         api::lab::LabGoal, api::lab::LabLang, api::lab::PromptLab, api::lab::StepCount,
-        api::runs::StartBody, api::runs::AnalysisInput, api::runs::FabInput, api::runs::FabAnomaly, api::runs::ResumeBody, api::runs::RunAccepted,
+        api::runs::StartBody, api::runs::AnalysisInput, api::runs::FabInput, api::runs::FabAnomaly, api::runs::WorkflowInput, api::runs::ResumeBody, api::runs::RunAccepted,
         api::runs::RunStatus, api::runs::RunEventFrame, api::runs::DecisionList, api::runs::RunState,
         api::runs::RunListItem, api::runs::RunList, api::approvals::ApprovalsFrame, api::audit::ChainStatus,
         api::drift::DriftAnswer, api::drift::DriftMetric)),

@@ -18,6 +18,7 @@ use bridle_runtime::graph::{Event, Graph};
 use bridle_runtime::pipelines::analysis::{AnalysisOptions, Recorder, analysis_graph_recorded};
 use bridle_runtime::pipelines::fab::{FabOptions, fab_graph};
 use bridle_runtime::runtime::Runtime;
+use bridle_runtime::workflow::{CompiledWorkflow, REQUESTER as WORKFLOW_REQUESTER, WorkflowDeps};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -161,6 +162,38 @@ impl Runs {
         Ok(run_id)
     }
 
+    /// A workflow compiled to act for `starter`.
+    fn workflow(
+        &self,
+        workflow: bridle_core::workflow::Workflow,
+        starter: &Principal,
+    ) -> Result<CompiledWorkflow, RunError> {
+        let deps = WorkflowDeps { principal: Some(starter.clone()), ..WorkflowDeps::from_runtime(&self.runtime) };
+        CompiledWorkflow::new(workflow, deps).map_err(RunError::Refused)
+    }
+
+    /// Starts the workflow `name` of `[workflows] dir` on `input` for `starter` in the
+    /// background; returns the run id. The run acts for the starter (never for the file's
+    /// `principal`, which is the CLI's), kept in its state for resumes.
+    pub fn start_workflow(&self, starter: &Principal, name: &str, input: Value) -> Result<String, RunError> {
+        let workflow = bridle_runtime::workflow::load_named(name, &self.runtime.config)
+            .map_err(|r| if r.code == Code::NotFound { RunError::NotFound(r.message) } else { RunError::Refused(r) })?;
+        let compiled = self.workflow(workflow, starter)?;
+        let mut input = input;
+        match input.as_object_mut() {
+            Some(fields) => {
+                fields.insert(WORKFLOW_REQUESTER.to_owned(), serde_json::to_value(starter).map_err(|e| internal(&e))?);
+            }
+            None => return Err(RunError::Refused(Rejection::new(Code::BadRequest, "a workflow's input is an object"))),
+        }
+        let run_id = uuid::Uuid::now_v7().to_string();
+        let thread = thread_id(&starter.tenant, &run_id);
+        self.track(&thread)?;
+        let stream = compiled.start(compiled.run_config(&self.runtime, &thread), input);
+        self.runtime.spawn_stream(stream, self.feeder(thread));
+        Ok(run_id)
+    }
+
     /// Answers `interrupt_id` of the caller's run with `value`; the rest runs in the background.
     pub async fn resume(&self, tenant: &str, run_id: &str, interrupt_id: &str, value: Value) -> Result<(), RunError> {
         let thread = thread_id(tenant, run_id);
@@ -183,6 +216,22 @@ impl Runs {
             )));
         }
         let pipeline = pipeline_of(&checkpoint).ok_or_else(|| not_found(run_id))?;
+        if pipeline == "workflow" {
+            // The file the run was compiled from, unchanged; a changed or removed file cannot
+            // resume it.
+            let workflow = bridle_runtime::workflow::find_by_graph(&checkpoint.graph, &self.runtime.config)
+                .ok_or_else(|| {
+                    RunError::Refused(Rejection::new(
+                        Code::StaleCheckpoint,
+                        format!("the workflow of run `{run_id}` changed or is no longer in `[workflows] dir`"),
+                    ))
+                })?;
+            let compiled = self.workflow(workflow, &starter_of(pipeline, tenant, &checkpoint)?)?;
+            self.track(&thread)?;
+            let stream = compiled.resume(compiled.run_config(&self.runtime, &thread), interrupt_id, value);
+            self.runtime.spawn_stream(stream, self.feeder(thread));
+            return Ok(());
+        }
         let graph = self.graph(pipeline, &starter_of(pipeline, tenant, &checkpoint)?)?;
         self.track(&thread)?;
         let stream = graph.resume(self.runtime.run_config(&thread), interrupt_id, value);
@@ -360,13 +409,15 @@ impl Runs {
     }
 }
 
-/// Who a run acts for: a `fab` run's recorded starter (a run without one, or with another
+/// Who a run acts for: a `fab` or `workflow` run's recorded starter (a run without one, or with another
 /// tenant's, is refused rather than run as someone else); other pipelines act for the tenant.
 fn starter_of(pipeline: &str, tenant: &str, checkpoint: &Checkpoint) -> Result<Principal, RunError> {
-    if pipeline != "fab" {
-        return Ok(Principal::new("", tenant, &[], &[]));
-    }
-    let recorded = checkpoint.state.get(REQUESTER).cloned().unwrap_or(Value::Null);
+    let field = match pipeline {
+        "fab" => REQUESTER,
+        "workflow" => WORKFLOW_REQUESTER,
+        _ => return Ok(Principal::new("", tenant, &[], &[])),
+    };
+    let recorded = checkpoint.state.get(field).cloned().unwrap_or(Value::Null);
     match serde_json::from_value::<Principal>(recorded) {
         Ok(p) if p.tenant == tenant => Ok(p),
         _ => Err(RunError::Internal("the run has no starter of this tenant in its state".into())),
@@ -384,6 +435,9 @@ fn pipeline_of(checkpoint: &Checkpoint) -> Option<&'static str> {
 
 /// The API name of the pipeline of `graph` (`name@hash`).
 fn pipeline_of_graph(graph: &str) -> Option<&'static str> {
+    if graph.starts_with("workflow/") {
+        return Some("workflow");
+    }
     let graph = graph.split('@').next().unwrap_or_default();
     PIPELINES.iter().find(|(_, g)| *g == graph).map(|(name, _)| *name)
 }

@@ -18,4 +18,5 @@ mod suite {
     mod runs;
     mod support;
     mod tenancy;
+    mod workflow_runs;
 }

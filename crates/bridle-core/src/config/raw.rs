@@ -44,6 +44,8 @@ pub(super) struct RawConfig {
     pub fallback: Vec<super::decisions::RawFallbackRule>,
     #[serde(default)]
     pub audit: super::audit::RawAudit,
+    #[serde(default)]
+    pub workflows: super::workflows::RawWorkflows,
 }
 
 /// `[guard]`: channel limits and sensitive terms; every field optional.

@@ -156,8 +156,9 @@ fn deadline_defaults_and_workflow_scaling() {
     assert_eq!(d.llm_call, secs(30));
     assert_eq!(d.pipeline, secs(300));
     assert_eq!(d.chat_turn, secs(60));
-    assert_eq!(d.workflow(0), secs(600));
-    assert_eq!(d.workflow(20), secs(1200));
+    assert_eq!(d.workflow(0), secs(300));
+    assert_eq!(d.workflow(10), secs(600), "a 10-node workflow gets 10 minutes");
+    assert_eq!(d.workflow(20), secs(900));
     assert_eq!(d.workflow(usize::MAX), d.workflow_base + d.workflow_per_node * u32::MAX);
 }
 
@@ -165,7 +166,7 @@ fn deadline_defaults_and_workflow_scaling() {
 fn deadlines_read_milliseconds_and_keep_defaults() {
     let d: Deadlines = serde_json::from_str(r#"{"llm_call_ms": 5000, "workflow_per_node_ms": 1000}"#).unwrap();
     assert_eq!(d.llm_call, secs(5));
-    assert_eq!(d.workflow(3), secs(603));
+    assert_eq!(d.workflow(3), secs(303));
     assert_eq!(d.pipeline, secs(300));
     let back = serde_json::to_value(d).unwrap();
     assert_eq!(back["llm_call_ms"], 5000);

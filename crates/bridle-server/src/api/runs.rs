@@ -75,6 +75,18 @@ pub struct FabInput {
     pub incident: String,
 }
 
+/// Input of the `workflow` pipeline.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowInput {
+    /// A workflow of the server's `[workflows] dir` (`NAME.toml`): letters, digits, `-`, `_`.
+    #[schema(min_length = 1, max_length = 64, pattern = "^[A-Za-z0-9_-]+$")]
+    pub name: String,
+    /// Its input: values of keys its `[state]` declares.
+    #[serde(default)]
+    pub input: Map<String, Value>,
+}
+
 /// Body of `POST /v1/runs`: `{"pipeline": NAME, "input": …}`, the input being the pipeline's.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(tag = "pipeline", content = "input", rename_all = "snake_case", deny_unknown_fields)]
@@ -84,6 +96,9 @@ pub enum StartBody {
     /// Seed 000's fab: Diagnostician → triage → Advisor → the gate → approval, acting for the
     /// caller (the requester of every plan). Pauses for `choose_candidate` and `approve_plan`.
     Fab(FabInput),
+    /// A workflow file of the server's `[workflows] dir`, run for the caller (its tool calls go
+    /// through the gate as the caller). Pauses for `approve_plan` and `workflow_approval`.
+    Workflow(WorkflowInput),
 }
 
 /// Body of `POST /v1/runs/{id}/resume`.
@@ -249,7 +264,8 @@ fn run_id(id: &str) -> Result<&str, ApiError> {
         (status = 202, description = "started; follow `GET /v1/runs/{run_id}` or its `/events`", body = RunAccepted),
         (status = 400, description = "the input is not the pipeline's (`bad_request`)", body = crate::openapi::ErrorBody),
         (status = 403, description = "needs `runs:start` (`forbidden`)", body = crate::openapi::ErrorBody),
-        (status = 404, description = "runs are not enabled on this server (`not_found`)", body = crate::openapi::ErrorBody),
+        (status = 404, description = "runs are not enabled on this server, or no such workflow (`not_found`)", body = crate::openapi::ErrorBody),
+        (status = 409, description = "the workflow file is refused (`workflow_invalid`, every problem in the message)", body = crate::openapi::ErrorBody),
     )
 )]
 pub async fn start(
@@ -277,8 +293,27 @@ pub async fn start(
             let anomaly = json!({"equipment": equipment, "metric": metric, "value": value});
             ("fab", json!({"anomaly": anomaly, "incident": input.incident}))
         }
+        StartBody::Workflow(input) => {
+            let safe = !input.name.is_empty()
+                && input.name.len() <= 64
+                && input.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+            if !safe {
+                return Err(ApiError::bad_request("`input.name` must be 1 to 64 letters, digits, `-` or `_`"));
+            }
+            if input.input.keys().any(|k| k.starts_with('_')) {
+                return Err(ApiError::bad_request("`input.input` keys starting with `_` are the engine's"));
+            }
+            ("workflow", json!({"name": input.name, "input": input.input}))
+        }
     };
-    let run_id = runs.start(&caller.0, pipeline, input).map_err(run_error)?;
+    let run_id = match pipeline {
+        "workflow" => {
+            let name = input.get("name").and_then(Value::as_str).unwrap_or_default();
+            runs.start_workflow(&caller.0, name, input.get("input").cloned().unwrap_or_default())
+        }
+        _ => runs.start(&caller.0, pipeline, input),
+    }
+    .map_err(run_error)?;
     Ok((StatusCode::ACCEPTED, Json(RunAccepted { run_id, status: "running".into() })))
 }
 
