@@ -129,7 +129,7 @@ async function continueRun(runId, approvalId, note, signal) {
   try {
     const run = await get(`/v1/runs/${encodeURIComponent(runId)}`, signal);
     const waiting = (run.interrupts || []).find((i) => i.payload && i.payload.kind === 'approve_plan'
-      && i.payload.plan && i.payload.plan.approval_id === approvalId);
+      && (i.payload.plan ? i.payload.plan.approval_id : i.payload.approval_id) === approvalId);
     if (run.status !== 'interrupted' || !waiting) return;
     await post(`/v1/runs/${encodeURIComponent(runId)}/resume`, { interrupt_id: waiting.id, value: {} }, signal);
     note.append(' ', h('a', { href: `#/runs/${encodeURIComponent(runId)}`, id: 'watch-run' }, t('approvals.watch_run')));

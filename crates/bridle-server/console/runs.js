@@ -119,7 +119,8 @@ function detail(main, runId, { signal }) {
       }, t('runs.choose')));
       return box;
     }
-    const plan = p.plan || null;
+    // Fab pauses carry the plan under `plan`; workflow pauses carry its fields at the top.
+    const plan = p.plan || (kind === 'approve_plan' ? p : null);
     if (plan) {
       box.append(facts([
         [t('decisions.tool'), plan.tool],
@@ -129,7 +130,7 @@ function detail(main, runId, { signal }) {
         [t('runs.why'), Array.isArray(plan.why) ? plan.why.join('; ') || '—' : String(plan.why ?? '—')],
       ]), h('h4', {}, t('approvals.arguments')), json(plan.arguments));
     } else {
-      box.append(json(p));
+      box.append(json(p.data !== undefined ? p.data : p));
     }
     const approvalId = plan && plan.approval_id;
     const reason = h('textarea', { id: `why-${i.id}`, rows: '2' });
