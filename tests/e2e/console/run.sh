@@ -42,7 +42,9 @@ trap cleanup EXIT
 export BRIDLE_JWT_SECRET
 BRIDLE_JWT_SECRET="$(python3 -c 'import secrets; print(secrets.token_hex(32))')"
 
-# serve NAME [CONFIG]: `bridle serve` on a free port with its own SQLite file; prints the URL.
+# serve NAME [CONFIG]: `bridle serve` on a free port with its own SQLite file; sets `url`. (Not
+# called in a command substitution: the server's pid must land in this shell's `servers`.)
+url=""
 serve() {
   local name="$1" port
   port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
@@ -54,7 +56,7 @@ serve() {
     kill -0 "${servers[-1]}" 2>/dev/null || { cat "$work/$name.log" >&2; return 1; }
     sleep 0.1
   done
-  echo "http://127.0.0.1:$port"
+  url="http://127.0.0.1:$port"
 }
 
 # The fab example with a scripted model: the Advisor's first plan is rejected, the second approved.
@@ -69,9 +71,12 @@ token() {
   "$binary" token issue --subject "$1" --tenant "$2" --services "$3" --scopes "$4" --ttl 1h
 }
 
-BRIDLE_URL="$(serve checkout)"
-BRIDLE_FAB_URL="$(serve fab "$(fab_config reject_regenerate_reapprove)")"
-BRIDLE_FAB_CHOICE_URL="$(serve fab-choice "$(fab_config diagnosis_candidates_need_human)")"
+serve checkout
+BRIDLE_URL="$url"
+serve fab "$(fab_config reject_regenerate_reapprove)"
+BRIDLE_FAB_URL="$url"
+serve fab-choice "$(fab_config diagnosis_candidates_need_human)"
+BRIDLE_FAB_CHOICE_URL="$url"
 BRIDLE_OPERATOR_TOKEN="$(token operator-2 tenant-a checkout approval:grant,audit:read,runs:read,runs:start)"
 BRIDLE_REQUESTER_TOKEN="$(token requester-1 tenant-a checkout service:read,service:scale,runs:start,runs:read)"
 fab_services="etch-01,cvd-02"
