@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end suite with real clients (kept apart from `cargo test`, which needs no Python).
+# End-to-end suite with real clients (kept apart from `cargo test`, which needs no Python or Node).
 # Creates its virtualenv when missing (packages from PyPI, pinned in requirements.txt), builds
 # the `bridle` binary (debug; reuses CARGO_TARGET_DIR when set) and runs every suite under
 # tests/e2e/. Exits non-zero when anything fails.
@@ -30,3 +30,6 @@ echo "== e2e: MCP gateway (an upstream written with the Python mcp SDK behind br
 
 echo "== e2e: HTTP API (schemathesis against /openapi.json)"
 bash tests/e2e/api/schemathesis.sh "$binary" "$venv/bin/st"
+
+echo "== e2e: console (Debian's chromium driven by playwright-core from npm)"
+bash tests/e2e/console/run.sh "$binary"

@@ -6,6 +6,7 @@ pub mod approvals;
 pub mod audit;
 pub mod calls;
 pub mod check;
+pub mod drift;
 pub mod guard;
 pub mod lab;
 pub mod runs;
@@ -30,10 +31,13 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .route("/v1/tools", get(tools::list))
         .route("/v1/calls", post(calls::call))
         .route("/v1/approvals", get(approvals::list))
+        .route("/v1/approvals/events", get(approvals::events))
         .route("/v1/approvals/{id}", get(approvals::show))
         .route("/v1/approvals/{id}/approve", post(approvals::approve))
         .route("/v1/approvals/{id}/reject", post(approvals::reject))
         .route("/v1/audit", get(audit::list))
+        .route("/v1/audit/verify", get(audit::verify))
+        .route("/v1/drift", get(drift::scan))
         .route("/v1/guard/scan", post(guard::scan))
         .route("/v1/check", post(check::check))
         .route("/v1/lab/loop", post(lab::run_loop))

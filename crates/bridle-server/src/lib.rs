@@ -4,6 +4,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod console;
 pub mod error;
 pub mod limits;
 pub mod mcp;
@@ -103,13 +104,15 @@ pub fn guarded_gate(gate: Gate) -> Result<Gate, StartError> {
     Ok(gate.with_scanner(scanner))
 }
 
-/// The router served by `bridle serve`: `/healthz` and `/openapi.json` without a token, the
+/// The router served by `bridle serve`: `/healthz`, `/openapi.json` and the console's static
+/// files (`/`, `/console/*`) without a token, the
 /// `/v1` API with one; every answer outside 2xx in the one error shape.
 pub fn router(state: AppState) -> Router {
     let limits = state.limits;
     Router::new()
         .route("/healthz", get(healthz))
         .route("/openapi.json", get(openapi::openapi_json))
+        .merge(console::routes())
         .merge(api::routes(&state))
         .merge(mcp::routes(&state))
         .merge(

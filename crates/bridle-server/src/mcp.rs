@@ -54,7 +54,8 @@ pub struct McpSettings {
     pub console: String,
     /// `Host` values `/mcp` accepts (DNS-rebinding protection); empty accepts any.
     pub allowed_hosts: Vec<String>,
-    /// Cancelled on shutdown: ends open sessions and their SSE streams.
+    /// Cancelled on shutdown: ends open sessions and their SSE streams, and the console's
+    /// approvals stream (`GET /v1/approvals/events`).
     pub cancel: CancellationToken,
 }
 

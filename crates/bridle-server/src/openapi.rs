@@ -244,10 +244,13 @@ impl Modify for ClosedVariants {
         api::tools::list,
         api::calls::call,
         api::approvals::list,
+        api::approvals::events,
         api::approvals::show,
         api::approvals::approve,
         api::approvals::reject,
         api::audit::list,
+        api::audit::verify,
+        api::drift::scan,
         api::guard::scan,
         api::check::check,
         api::lab::run_loop, api::lab::plan, api::lab::run_judge, api::lab::build_prompt,
@@ -265,7 +268,8 @@ impl Modify for ClosedVariants {
         api::lab::LabGoal, api::lab::LabLang, api::lab::PromptLab, api::lab::StepCount,
         api::runs::StartBody, api::runs::AnalysisInput, api::runs::FabInput, api::runs::FabAnomaly, api::runs::WorkflowInput, api::runs::ResumeBody, api::runs::RunAccepted,
         api::runs::RunStatus, api::runs::RunEventFrame, api::runs::DecisionList, api::runs::RunState,
-        api::runs::RunListItem, api::runs::RunList)),
+        api::runs::RunListItem, api::runs::RunList, api::approvals::ApprovalsFrame, api::audit::ChainStatus,
+        api::drift::DriftAnswer, api::drift::DriftMetric)),
     modifiers(&BearerScheme, &MiddlewareResponses, &CallBodyChoice, &ClosedVariants)
 )]
 pub struct ApiDoc;

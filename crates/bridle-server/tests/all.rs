@@ -5,6 +5,7 @@
 mod suite {
     mod approvals;
     mod auth;
+    mod console;
     mod fab_runs;
     mod keys;
     mod lab;

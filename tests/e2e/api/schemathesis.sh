@@ -52,8 +52,12 @@ run() {
   # operations are exercised rather than rate limited.
   # From the temporary directory: schemathesis keeps its example database (`.schemathesis/`) in
   # the working directory, and a run should depend on the seed alone, not on earlier runs.
+  # `/v1/approvals/events` is a stream that stays open until the client leaves, which a
+  # request-response fuzzer cannot read to its end; the server's tests and the console's
+  # browser tests cover it.
   if ! (cd "$work" && "$st" run "$base/openapi.json" \
     --header "Authorization: Bearer $bearer" \
+    --exclude-path /v1/approvals/events \
     --checks all \
     --max-examples "$examples" --seed "$seed" --rate-limit 40/s --workers 1 \
     --request-timeout 10 --no-color >"$work/$who.log" 2>&1); then

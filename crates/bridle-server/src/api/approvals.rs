@@ -154,3 +154,79 @@ pub async fn reject(
     }
     answer(&state.gate.reject(&caller.0, &id, &body.reason).await.map_err(desk_error)?)
 }
+
+/// How often the events stream looks at the pending list.
+const EVENTS_POLL: std::time::Duration = std::time::Duration::from_millis(750);
+
+/// One Server-Sent Event of `GET /v1/approvals/events`.
+#[derive(Debug, serde::Serialize, ToSchema)]
+pub struct ApprovalsFrame {
+    /// `approvals` (the pending list changed; the first frame is the list as it stands) or
+    /// `error` (the list could not be read; the stream ends).
+    pub event: String,
+    /// `{"approvals": [ApprovalRequest]}` or `{"error": {"code", "message"}}`, as JSON text.
+    pub data: String,
+}
+
+/// The pending list of the caller's tenant as Server-Sent Events: the list as it stands first,
+/// then the whole list again each time it changes (a request added, granted, rejected or
+/// expired, whoever did it). The stream stays open until the client leaves or the server shuts
+/// down.
+#[utoipa::path(
+    get, path = "/v1/approvals/events", tag = "approvals",
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "`text/event-stream`: `event: approvals`, `data: {\"approvals\": [ApprovalRequest]}` now and on every change", body = ApprovalsFrame, content_type = "text/event-stream"),
+        (status = 401, description = "no valid token (`unauthenticated`)", body = crate::openapi::ErrorBody),
+        (status = 403, description = "needs `approval:grant` or `approval:sign_off` (`forbidden`)", body = crate::openapi::ErrorBody),
+    )
+)]
+pub async fn events(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<
+    axum::response::sse::Sse<
+        impl futures_util::Stream<Item = Result<axum::response::sse::Event, std::convert::Infallible>>,
+    >,
+    ApiError,
+> {
+    use axum::response::sse::{Event, KeepAlive, Sse};
+    require_approver(&caller)?;
+    // The first read answers here, so a store failure is an HTTP error rather than a stream.
+    let first = state.gate.pending_approvals(&caller.0).await.map_err(desk_error)?;
+    let seed = (state, caller.0, Some(first), String::new(), false);
+    let stream = futures_util::stream::unfold(seed, |(state, principal, mut ready, mut last, done)| async move {
+        if done {
+            return None;
+        }
+        loop {
+            let pending = match ready.take() {
+                Some(p) => p,
+                None => {
+                    // Shutdown ends the stream, so an open console never holds `bridle serve` up.
+                    let stop = state.mcp.cancel.clone();
+                    tokio::select! {
+                        () = tokio::time::sleep(EVENTS_POLL) => {}
+                        () = stop.cancelled() => return None,
+                    }
+                    match state.gate.pending_approvals(&principal).await {
+                        Ok(p) => p,
+                        Err(e) => {
+                            let e = desk_error(e);
+                            let body = json!({"error": {"code": e.code.as_str(), "message": e.message}});
+                            let frame = Event::default().event("error").data(body.to_string());
+                            return Some((Ok(frame), (state, principal, None, last, true)));
+                        }
+                    }
+                }
+            };
+            let body = json!({"approvals": pending}).to_string();
+            if body != last {
+                last.clone_from(&body);
+                let frame = Event::default().event("approvals").data(body);
+                return Some((Ok(frame), (state, principal, None, last, false)));
+            }
+        }
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}

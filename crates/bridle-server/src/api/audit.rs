@@ -64,3 +64,51 @@ pub async fn list(
     let next_after = (events.len() == limit as usize).then(|| events.last().map(|e| e.seq)).flatten();
     Ok(Json(json!({"events": events, "next_after": next_after})))
 }
+
+/// `GET /v1/audit/verify`.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct ChainStatus {
+    /// The caller's tenant.
+    pub tenant: String,
+    /// True when every event links to the one before it and its hash matches its content.
+    pub ok: bool,
+    /// Events verified before the first broken link (all of them when `ok`).
+    pub verified: u64,
+    /// The first broken link `{tenant, seq, problem}`, null when `ok`.
+    #[schema(value_type = Option<Object>, required = true)]
+    pub broken: Option<bridle_core::audit::BrokenLink>,
+}
+
+/// Verifies the hash chain of the caller's tenant's audit log from its first event.
+#[utoipa::path(
+    get, path = "/v1/audit/verify", tag = "audit",
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "the chain's status; a broken chain is a 200 with `ok: false` and the first broken link", body = ChainStatus),
+        (status = 401, description = "no valid token (`unauthenticated`)", body = crate::openapi::ErrorBody),
+        (status = 403, description = "needs `audit:read` or `approval:grant` (`forbidden`)", body = crate::openapi::ErrorBody),
+    )
+)]
+pub async fn verify(State(state): State<AppState>, caller: Caller) -> Result<Json<ChainStatus>, ApiError> {
+    caller.require_any(&[SCOPE_AUDIT_READ, SCOPE_GRANT])?;
+    let tenant = caller.0.tenant.clone();
+    let log = state.gate.stores().audit.clone();
+    let mut verifier = bridle_core::audit::ChainVerifier::new(&tenant);
+    loop {
+        let page = log.events(&tenant, verifier.verified(), MAX_LIMIT).await.map_err(|e| ApiError::internal(&e))?;
+        if page.is_empty() {
+            break;
+        }
+        for event in &page {
+            if let Err(broken) = verifier.push(event) {
+                return Ok(Json(ChainStatus {
+                    tenant,
+                    ok: false,
+                    verified: verifier.verified(),
+                    broken: Some(broken),
+                }));
+            }
+        }
+    }
+    Ok(Json(ChainStatus { tenant, ok: true, verified: verifier.verified(), broken: None }))
+}

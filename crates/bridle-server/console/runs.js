@@ -1,0 +1,207 @@
+// Runs: the tenant's runs, and one run with its live timeline (GET /v1/runs/{id}/events), the
+// interrupts waiting for a human (choose a candidate, approve or reject a plan) and degraded
+// markers.
+import { follow, get, post } from './api.js';
+import { t } from './i18n.js';
+import { h, clear, badge, verdictKind, facts, json, errorBox, table, announce, field } from './ui.js';
+
+export function view(main, ctx) {
+  if (ctx.parts[0]) detail(main, ctx.parts[0], ctx);
+  else list(main, ctx);
+}
+
+function list(main, { signal, query }) {
+  const statusSel = h('select', { id: 'run-status' },
+    ['', 'running', 'interrupted', 'done', 'failed', 'cancelled'].map((s) =>
+      h('option', { value: s, selected: (query.get('status') || '') === s }, s ? t(`runs.status_${s}`) : t('runs.all'))));
+  const body = h('div', { id: 'run-list' }, h('p', { class: 'muted' }, t('common.loading')));
+  const refresh = h('button', { type: 'button', onclick: () => load() }, t('common.refresh'));
+  main.append(
+    h('h1', {}, t('runs.title')),
+    h('div', { class: 'row panel' }, h('div', { class: 'grow' }, field(t('runs.filter'), statusSel)), refresh),
+    body);
+  statusSel.addEventListener('change', () => { location.hash = statusSel.value ? `#/runs?status=${statusSel.value}` : '#/runs'; });
+  const load = async () => {
+    try {
+      const q = query.get('status') ? `?status=${encodeURIComponent(query.get('status'))}` : '';
+      const page = await get(`/v1/runs${q}`, signal);
+      clear(body);
+      if (!page.runs.length) { body.append(h('p', { class: 'panel' }, t('runs.none'))); return; }
+      body.append(table([t('runs.id'), t('runs.pipeline'), t('runs.status'), t('runs.steps')],
+        page.runs.map((r) => h('tr', {},
+          h('td', {}, h('a', { href: `#/runs/${encodeURIComponent(r.run_id)}`, class: 'hash' }, r.run_id)),
+          h('td', {}, r.pipeline || '—'),
+          h('td', {}, badge(t(`runs.status_${r.status}`), verdictKind(r.status))),
+          h('td', {}, String(r.steps))))));
+    } catch (err) {
+      if (err.name !== 'AbortError') clear(body).append(errorBox(err));
+    }
+  };
+  load();
+}
+
+function detail(main, runId, { signal }) {
+  const head = h('div', { id: 'run-head' }, h('p', { class: 'muted' }, t('common.loading')));
+  const interrupts = h('div', { id: 'run-interrupts' });
+  const feedback = h('div', { role: 'status' });
+  const timeline = h('ol', { class: 'timeline', id: 'run-timeline', 'aria-live': 'polite' });
+  const outcome = h('div', { id: 'run-outcome' });
+  main.append(
+    h('p', {}, h('a', { href: '#/runs' }, `← ${t('runs.title')}`)),
+    h('h1', {}, t('runs.run'), ' ', h('span', { class: 'hash' }, runId)),
+    head, feedback, interrupts,
+    h('h2', {}, t('runs.timeline')), timeline, outcome);
+
+  const refresh = async () => {
+    try {
+      const run = await get(`/v1/runs/${encodeURIComponent(runId)}`, signal);
+      clear(head).append(h('div', { class: 'panel' }, facts([
+        [t('runs.pipeline'), run.pipeline || '—'],
+        [t('runs.status'), h('span', { id: 'run-status-badge' }, badge(t(`runs.status_${run.status}`), verdictKind(run.status)))],
+        [t('runs.steps'), String(run.steps)],
+        [t('runs.degraded'), degradedOf(run.state) ? badge(t('runs.degraded_yes'), 'warn') : t('runs.degraded_no')],
+        [t('runs.error'), run.error ? `${run.error.code}: ${run.error.message}` : '—'],
+      ])));
+      renderInterrupts(run);
+      return run;
+    } catch (err) {
+      if (err.name !== 'AbortError') clear(head).append(errorBox(err));
+      return null;
+    }
+  };
+
+  const renderInterrupts = (run) => {
+    clear(interrupts);
+    const pending = run.status === 'interrupted' ? (run.interrupts || []) : [];
+    if (!pending.length) return;
+    interrupts.append(h('h2', {}, t('runs.waiting')));
+    for (const i of pending) interrupts.append(interruptCard(i));
+  };
+
+  const resume = async (interrupt, value) => {
+    clear(feedback);
+    try {
+      await post(`/v1/runs/${encodeURIComponent(runId)}/resume`, { interrupt_id: interrupt.id, value }, signal);
+      clear(interrupts);
+      feedback.append(h('p', { class: 'notice', id: 'resume-result' }, t('runs.resumed')));
+      announce(t('runs.resumed'));
+      watch();
+    } catch (err) {
+      if (err.name !== 'AbortError') feedback.append(errorBox(err));
+    }
+  };
+
+  const interruptCard = (i) => {
+    const p = i.payload || {};
+    const kind = p.kind || p.type || i.node;
+    const box = h('section', { class: 'panel interrupt', 'data-kind': kind },
+      h('div', { class: 'row' }, h('h3', { class: 'grow' }, t(`runs.kind_${kind}`, {}, kind)), badge(i.node, 'warn')));
+    if (p.question || p.message) box.append(h('p', {}, p.question || p.message));
+    if (p.problem) box.append(h('p', { class: 'error-box' }, String(p.problem)));
+    const candidates = Array.isArray(p.options) ? p.options : Array.isArray(p.candidates) ? p.candidates : null;
+    if (candidates) {
+      if (p.equipment) box.append(h('p', {}, t('runs.equipment', { equipment: p.equipment })));
+      const group = h('fieldset', {}, h('legend', {}, t('runs.choose_one')));
+      candidates.forEach((c, n) => {
+        const rid = `cand-${i.id}-${n}`;
+        group.append(h('div', { class: 'row' },
+          h('input', { type: 'radio', name: `cand-${i.id}`, id: rid, value: String(n), checked: n === 0 }),
+          h('label', { for: rid, class: 'inline' }, candidateLabel(c, n))));
+        if (c && typeof c === 'object' && c.evidence) group.append(json(c.evidence));
+      });
+      box.append(group, h('button', {
+        type: 'button', class: 'primary', 'data-action': 'choose',
+        onclick: () => {
+          const picked = box.querySelector(`input[name="cand-${i.id}"]:checked`);
+          const c = candidates[Number(picked ? picked.value : 0)];
+          resume(i, c && typeof c === 'object' && 'cause' in c ? { cause: c.cause } : { choice: Number(picked ? picked.value : 0) });
+        },
+      }, t('runs.choose')));
+      return box;
+    }
+    // Fab pauses carry the plan under `plan`; workflow pauses carry its fields at the top.
+    const plan = p.plan || (kind === 'approve_plan' ? p : null);
+    if (plan) {
+      box.append(facts([
+        [t('decisions.tool'), plan.tool],
+        [t('approvals.plan_hash'), h('span', { class: 'hash' }, plan.plan_hash || '—')],
+        [t('approvals.level'), plan.level || '—'],
+        [t('runs.degraded'), plan.degraded ? badge(t('runs.degraded_yes'), 'warn') : t('runs.degraded_no')],
+        [t('runs.why'), Array.isArray(plan.why) ? plan.why.join('; ') || '—' : String(plan.why ?? '—')],
+      ]), h('h4', {}, t('approvals.arguments')), json(plan.arguments));
+    } else {
+      box.append(json(p.data !== undefined ? p.data : p));
+    }
+    const approvalId = plan && plan.approval_id;
+    const reason = h('textarea', { id: `why-${i.id}`, rows: '2' });
+    // A plan with an approval id is decided at the approvals desk (approver ≠ requester, levels),
+    // then the run is told to look again; without one the answer itself carries the decision.
+    const decide = async (approve) => {
+      if (!approve && !reason.value.trim()) {
+        reason.setAttribute('aria-invalid', 'true'); reason.focus();
+        clear(feedback).append(errorBox({ code: 'bad_request', message: t('approvals.reason_needed') }));
+        return;
+      }
+      if (!approvalId) { resume(i, approve ? { approved: true } : { approved: false, reason: reason.value }); return; }
+      try {
+        const path = `/v1/approvals/${encodeURIComponent(approvalId)}/${approve ? 'approve' : 'reject'}`;
+        const res = await post(path, approve ? undefined : { reason: reason.value }, signal);
+        if (res.approval.status === 'pending') {
+          clear(feedback).append(h('p', { class: 'notice' }, t('approvals.approved', { tool: plan.tool, status: res.approval.status })));
+          return;
+        }
+        resume(i, {});
+      } catch (err) { if (err.name !== 'AbortError') clear(feedback).append(errorBox(err)); }
+    };
+    box.append(field(t('runs.reason'), reason), h('div', { class: 'row' },
+      h('button', { type: 'button', class: 'primary', 'data-action': 'approve', onclick: () => decide(true) }, t('approvals.approve')),
+      h('button', { type: 'button', class: 'danger', 'data-action': 'reject', onclick: () => decide(false) }, t('approvals.reject'))));
+    return box;
+  };
+
+  let watcher = null;
+  const watch = () => {
+    if (watcher) watcher.abort();
+    watcher = new AbortController();
+    signal.addEventListener('abort', () => watcher.abort());
+    follow(`/v1/runs/${encodeURIComponent(runId)}/events`, {
+      signal: watcher.signal,
+      once: true,
+      onEvent: (name, ev) => {
+        timeline.append(eventItem(name, ev));
+        if (name === 'finished') {
+          clear(outcome).append(h('h2', {}, t('runs.outcome')), json(ev.outcome ? ev.outcome.state : ev));
+          refresh();
+        }
+      },
+      onState: (s, err) => { if (err) feedback.append(errorBox(err)); },
+    });
+  };
+  refresh().then((run) => { if (run) watch(); });
+}
+
+function candidateLabel(c, n) {
+  if (typeof c !== 'object' || c === null) return String(c);
+  const confidence = typeof c.confidence === 'number' ? ` (${(c.confidence * 100).toFixed(0)}%)` : '';
+  return `${n + 1}. ${c.cause || c.title || c.name || c.summary || c.id || ''}${confidence}`;
+}
+
+function degradedOf(state) {
+  if (!state || typeof state !== 'object') return false;
+  if (state.degraded === true) return true;
+  return JSON.stringify(state).includes('"degraded":true');
+}
+
+function eventItem(name, ev) {
+  const degraded = ev.degraded === true || name.includes('degraded');
+  const failed = name === 'node_error' || (name === 'finished' && ev.outcome && ev.outcome.status === 'failed');
+  const li = h('li', { class: `${degraded ? 'degraded' : ''} ${failed ? 'error' : ''}`, 'data-event': name });
+  li.append(h('strong', {}, name));
+  if (ev.node) li.append(' · ', h('code', {}, ev.node));
+  if (ev.step !== undefined) li.append(' · ', t('runs.step', { n: ev.step }));
+  if (ev.duration_us !== undefined) li.append(' · ', `${(ev.duration_us / 1000).toFixed(1)} ms`);
+  if (degraded) li.append(' ', badge(t('runs.degraded_yes'), 'warn'));
+  if (ev.error) li.append(h('div', { class: 'muted' }, `${ev.error.code}: ${ev.error.message}`));
+  if (name === 'finished' && ev.outcome) li.append(' ', badge(t(`runs.status_${ev.outcome.status}`), verdictKind(ev.outcome.status)));
+  return li;
+}

@@ -1,0 +1,124 @@
+// Small DOM helpers: elements are built with createElement and text nodes only (never
+// innerHTML with data), so nothing pasted or returned by the API can become markup.
+import { t } from './i18n.js';
+
+export function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'class') el.className = v;
+    else if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v);
+    else if (k === 'value') el.value = v;
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  append(el, children);
+  return el;
+}
+
+export function append(el, children) {
+  for (const c of children.flat(Infinity)) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+export function clear(el) { while (el.firstChild) el.removeChild(el.firstChild); return el; }
+
+export function announce(text) {
+  const live = document.getElementById('live');
+  if (live) { live.textContent = ''; setTimeout(() => { live.textContent = text; }, 30); }
+}
+
+let uid = 0;
+export function id(prefix) { uid += 1; return `${prefix}-${uid}`; }
+
+// A labelled control: returns [label, control].
+export function field(labelText, control) {
+  if (!control.id) control.id = id('f');
+  return h('div', { class: 'field' }, h('label', { for: control.id }, labelText), control);
+}
+
+export function badge(text, kind = 'info') { return h('span', { class: `badge ${kind}` }, text); }
+
+export function verdictKind(v) {
+  const s = String(v || '').toLowerCase();
+  if (['ok', 'allow', 'allowed', 'executed', 'granted', 'pass', 'done', 'safe', 'intact', 'accepted', 'succeeded', 'reported'].includes(s)) return 'ok';
+  if (['rejected', 'deny', 'denied', 'blocked', 'fail', 'failed', 'error', 'critical', 'broken', 'refused', 'unsafe', 'compromised', 'followed'].includes(s)) return 'bad';
+  if (['pending', 'require_approval', 'interrupted', 'warning', 'degraded', 'running', 'partial', 'no_mention', 'approval_required'].includes(s)) return 'warn';
+  return 'info';
+}
+
+export function json(value) { return h('pre', {}, JSON.stringify(value, null, 2)); }
+
+export function errorBox(err) {
+  const code = err && err.code ? err.code : 'error';
+  const msg = err && err.message ? err.message : String(err);
+  return h('div', { class: 'error-box', role: 'alert' }, h('strong', {}, code), ': ', msg);
+}
+
+export function time(iso) {
+  if (!iso) return '';
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? String(iso) : d.toLocaleString();
+}
+
+export function facts(pairs) {
+  const dl = h('dl', { class: 'facts' });
+  for (const [k, v] of pairs) {
+    if (v === undefined) continue;
+    dl.append(h('dt', {}, k), h('dd', {}, v instanceof Node ? v : String(v ?? '')));
+  }
+  return dl;
+}
+
+export function table(headers, rows) {
+  return h('div', { class: 'table-wrap', tabindex: '0' },
+    h('table', {},
+      h('thead', {}, h('tr', {}, headers.map((x) => h('th', { scope: 'col' }, x)))),
+      h('tbody', {}, rows)));
+}
+
+// A copy button: the clipboard when the browser allows it, else the text is selected.
+export function copyButton(getText, target) {
+  return h('button', {
+    type: 'button',
+    onclick: async () => {
+      try {
+        await navigator.clipboard.writeText(getText());
+        announce(t('common.copied'));
+      } catch {
+        if (target && target.select) { target.focus(); target.select(); }
+        announce(t('common.copy_select'));
+      }
+    },
+  }, t('common.copy'));
+}
+
+// Tabs with the ARIA pattern (arrow keys move between tabs).
+export function tabs(labels, selected, onSelect) {
+  const list = h('div', { class: 'tabs', role: 'tablist' });
+  labels.forEach(([key, label], i) => {
+    const tab = h('button', {
+      type: 'button', role: 'tab', id: `tab-${key}`, 'aria-selected': key === selected ? 'true' : 'false',
+      tabindex: key === selected ? '0' : '-1', 'aria-controls': 'tabpanel',
+      onclick: () => onSelect(key),
+      onkeydown: (e) => {
+        const n = labels.length;
+        let j = null;
+        if (e.key === 'ArrowRight') j = (i + 1) % n;
+        if (e.key === 'ArrowLeft') j = (i + n - 1) % n;
+        if (j !== null) { e.preventDefault(); onSelect(labels[j][0], true); }
+      },
+    }, label);
+    list.append(tab);
+  });
+  return list;
+}
+
+// A run id from a plan's or record's run id, which is the thread id `{tenant}/{run id}` for
+// runs started over HTTP.
+export function runIdOf(value) {
+  const s = String(value || '');
+  return s.includes('/') ? s.slice(s.lastIndexOf('/') + 1) : s;
+}

@@ -1,0 +1,359 @@
+// Browser tests of the console served by a real `bridle serve` (started by run.sh): Debian's
+// chromium driven by playwright-core. Each test fails on any console error, page error or
+// horizontal overflow; screenshots at 390 and 1280 px go to $BRIDLE_E2E_OUT.
+import { test, before, after, afterEach } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync, readdirSync } from 'node:fs';
+import { chromium } from 'playwright-core';
+
+const BASE = process.env.BRIDLE_URL;
+const OPERATOR = process.env.BRIDLE_OPERATOR_TOKEN;
+const REQUESTER = process.env.BRIDLE_REQUESTER_TOKEN;
+const FAB = process.env.BRIDLE_FAB_URL;
+const FAB_CHOICE = process.env.BRIDLE_FAB_CHOICE_URL;
+const FAB_AGENT = process.env.BRIDLE_FAB_AGENT_TOKEN;
+const FAB_OPERATOR = process.env.BRIDLE_FAB_OPERATOR_TOKEN;
+const OUT = process.env.BRIDLE_E2E_OUT || 'test-output';
+const CHROMIUM = process.env.BRIDLE_CHROMIUM || '/usr/bin/chromium';
+const WIDTHS = [390, 1280];
+const TIMEOUT = 15000;
+
+let browser;
+let problems = [];
+
+before(async () => {
+  assert.ok(BASE && OPERATOR && REQUESTER, 'run through run.sh (BRIDLE_URL and tokens)');
+  mkdirSync(OUT, { recursive: true });
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+});
+
+after(async () => { if (browser) await browser.close(); });
+
+afterEach(() => {
+  const seen = problems;
+  problems = [];
+  assert.deepEqual(seen, [], `console errors or page errors:\n${seen.join('\n')}`);
+});
+
+async function page(width = 1280) {
+  const context = await browser.newContext({ viewport: { width, height: 900 }, colorScheme: 'light' });
+  const p = await context.newPage();
+  p.setDefaultTimeout(TIMEOUT);
+  p.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
+  p.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+  return p;
+}
+
+async function signIn(p, token = OPERATOR, hash = '#/approvals', base = BASE) {
+  await p.goto(`${base}/${hash}`);
+  await p.fill('#token', token);
+  await p.click('#signin');
+  await p.waitForSelector('#whoami');
+}
+
+async function noOverflow(p, what) {
+  const [scroll, inner] = await p.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
+  assert.ok(scroll <= inner, `${what}: horizontal overflow (${scroll} > ${inner})`);
+}
+
+async function shoot(p, name) {
+  for (const width of WIDTHS) {
+    await p.setViewportSize({ width, height: 900 });
+    await p.waitForTimeout(50);
+    await noOverflow(p, `${name} at ${width} px`);
+    await p.screenshot({ path: `${OUT}/${name}-${width}.png`, fullPage: true });
+  }
+  await p.setViewportSize({ width: 1280, height: 900 });
+}
+
+async function api(method, path, token, body, base = BASE) {
+  const r = await fetch(`${base}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  return { status: r.status, body: await r.json() };
+}
+
+// A scale_replicas call that needs an approval: returns the approval id.
+async function requestScale(replicas) {
+  const r = await api('POST', '/v1/calls', REQUESTER, { tool: 'scale_replicas', arguments: { service: 'checkout', replicas, resource_version: 7 } });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  assert.equal(r.body.rejection.code, 'approval_required', JSON.stringify(r.body));
+  return r.body.approval_id;
+}
+
+test('both dictionaries hold the same keys, and every key the views name exists', () => {
+  const dir = new URL('../../../crates/bridle-server/console/', import.meta.url);
+  const i18n = readFileSync(new URL('i18n.js', dir), 'utf8');
+  const block = (name) => {
+    const start = i18n.indexOf(`const ${name} = {`);
+    const end = i18n.indexOf('\n};', start);
+    return new Set([...i18n.slice(start, end).matchAll(/^ {2}'([a-z_.]+)':/gm)].map((m) => m[1]));
+  };
+  const en = block('en');
+  const ko = block('ko');
+  assert.ok(en.size > 100, `${en.size} keys`);
+  assert.deepEqual([...en].filter((k) => !ko.has(k)), [], 'missing in ko');
+  assert.deepEqual([...ko].filter((k) => !en.has(k)), [], 'missing in en');
+  const used = new Set();
+  for (const file of readdirSync(dir).filter((f) => f.endsWith('.js'))) {
+    for (const m of readFileSync(new URL(file, dir), 'utf8').matchAll(/\bt\('([a-z_.]+)'/g)) used.add(m[1]);
+  }
+  assert.deepEqual([...used].filter((k) => !en.has(k)), [], 'named by a view but not in the dictionaries');
+});
+
+test('the static assets are served without a token, with a strict CSP; /v1 still needs one', async () => {
+  for (const path of ['/', '/console/app.js', '/console/app.css', '/console/i18n.js']) {
+    const r = await fetch(`${BASE}${path}`);
+    assert.equal(r.status, 200, path);
+    const csp = r.headers.get('content-security-policy');
+    assert.match(csp, /script-src 'self'/, path);
+    assert.doesNotMatch(csp, /unsafe-inline/, path);
+    assert.ok(r.headers.get('etag'), path);
+  }
+  assert.match((await fetch(`${BASE}/console/app.js`)).headers.get('content-type'), /javascript/);
+  assert.equal((await fetch(`${BASE}/v1/approvals`)).status, 401);
+});
+
+test('sign in refuses a bad token and accepts a good one; keyboard reaches the form', async () => {
+  const p = await page();
+  await p.goto(`${BASE}/`);
+  await shoot(p, 'signin');
+  await p.keyboard.press('Tab');
+  await p.fill('#token', 'not-a-token');
+  await p.click('#signin');
+  await p.waitForSelector('.error-box');
+  assert.match(await p.textContent('.error-box'), /unauthenticated/);
+  // The refused token's 401 is a console "Failed to load resource" line from the browser itself.
+  problems = problems.filter((x) => !x.includes('401'));
+  await p.fill('#token', OPERATOR);
+  await p.press('#token', 'Tab');
+  await p.keyboard.press('Enter');
+  await p.waitForSelector('#whoami');
+  assert.match(await p.textContent('#whoami'), /operator-2 @ tenant-a/);
+  // Keyboard: the skip link comes first, then the navigation, each with a visible focus ring.
+  await p.evaluate(() => document.activeElement && document.activeElement.blur());
+  await p.keyboard.press('Tab');
+  assert.equal(await p.evaluate(() => document.activeElement.id), 'skip-link');
+  await p.keyboard.press('Tab');
+  const focused = await p.evaluate(() => {
+    const el = document.activeElement;
+    const style = getComputedStyle(el);
+    return { text: el.textContent, outline: style.outlineStyle, width: parseFloat(style.outlineWidth) };
+  });
+  assert.equal(focused.text, 'Approvals');
+  assert.ok(focused.outline !== 'none' && focused.width >= 2, JSON.stringify(focused));
+  assert.equal(await p.evaluate(() => localStorage.getItem('bridle.token')), null, 'token not in localStorage');
+  await p.context().close();
+});
+
+test('a pending plan appears live; approving it lets the identical call run', async () => {
+  const p = await page();
+  await signIn(p);
+  await p.waitForSelector('#approvals-stream.ok');
+  const id = await requestScale(3);
+  const card = `section.approval[data-id="${id}"]`;
+  await p.waitForSelector(card);
+  await p.waitForSelector(`${card} .diff table`);
+  const text = await p.textContent(card);
+  assert.match(text, /scale_replicas/);
+  assert.match(text, /requester-1/);
+  await shoot(p, 'approvals');
+  await p.click(`${card} button[data-action="approve"]`);
+  await p.waitForSelector('#approval-result');
+  await p.waitForSelector(card, { state: 'detached' });
+  const shown = await api('GET', `/v1/approvals/${id}`, OPERATOR);
+  assert.equal(shown.body.approval.status, 'granted');
+  const retried = await api('POST', '/v1/calls', REQUESTER, { tool: 'scale_replicas', arguments: { service: 'checkout', replicas: 3, resource_version: 7 } });
+  assert.equal(retried.body.status, 'ok', JSON.stringify(retried.body));
+  await p.context().close();
+});
+
+test('rejecting needs a reason, and the reason is kept', async () => {
+  const p = await page(390);
+  await signIn(p);
+  const id = await requestScale(4);
+  const card = `section.approval[data-id="${id}"]`;
+  // The approval URL an MCP client is given opens that request.
+  await p.goto(`${BASE}/approvals/${id}`);
+  await p.waitForSelector(`${card}.wanted`);
+  await p.click(`${card} button[data-action="reject"]`);
+  await p.click(`${card} button[data-action="confirm-reject"]`);
+  await p.waitForSelector('#approval-feedback .error-box');
+  await p.fill(`#reason-${id}`, 'not during the freeze');
+  await p.click(`${card} button[data-action="confirm-reject"]`);
+  await p.waitForSelector('#approval-result');
+  const shown = await api('GET', `/v1/approvals/${id}`, OPERATOR);
+  assert.equal(shown.body.approval.status, 'rejected');
+  assert.equal(shown.body.approval.rejection_reason, 'not during the freeze');
+  await p.context().close();
+});
+
+async function startFab(base) {
+  const body = { pipeline: 'fab', input: { anomaly: { equipment: 'etch-01', metric: 'chamber_temp_c', value: 388 }, incident: 'inc-console' } };
+  const r = await api('POST', '/v1/runs', FAB_AGENT, body, base);
+  assert.equal(r.status, 202, JSON.stringify(r.body));
+  return r.body.run_id;
+}
+
+test('a fab plan rejected with a reason goes back to the Advisor; the next one, approved, runs to the end', async () => {
+  const p = await page();
+  await signIn(p, FAB_OPERATOR, '#/approvals', FAB);
+  await p.waitForSelector('#approvals-stream.ok');
+  const run = await startFab(FAB);
+  const first = 'section.approval:has(h2:text-is("replace_part"))';
+  await p.waitForSelector(first);
+  assert.match(await p.textContent(first), /advisor-agent/);
+  assert.ok(await p.$(`${first} a[href="#/runs/${run}"]`), 'the plan links its run');
+  await p.click(`${first} button[data-action="reject"]`);
+  await p.fill(`${first} textarea`, 'no downtime this shift; trim the setpoint instead');
+  await p.click(`${first} button[data-action="confirm-reject"]`);
+  // The run is told to look again: the Advisor proposes another plan, which appears live.
+  const second = 'section.approval:has(h2:text-is("set_temperature"))';
+  await p.waitForSelector(second);
+  await p.waitForSelector(first, { state: 'detached' });
+  await shoot(p, 'fab-approvals');
+  await p.click(`${second} button[data-action="approve"]`);
+  await p.click('#watch-run');
+  await p.waitForSelector('#run-timeline li[data-event="finished"]');
+  await p.waitForFunction(() => document.querySelector('#run-head') && /done|완료/.test(document.querySelector('#run-head').textContent));
+  const outcome = await p.textContent('#run-outcome');
+  assert.match(outcome, /"executed"/);
+  assert.match(outcome, /no downtime this shift/);
+  await shoot(p, 'fab-run-done');
+  const done = await api('GET', `/v1/runs/${run}`, FAB_OPERATOR, undefined, FAB);
+  assert.equal(done.body.state.outcome.status, 'executed', JSON.stringify(done.body.state.outcome));
+  // The run's decision records: searchable, each opening on its harness_checks.
+  await p.goto(`${FAB}/#/decisions`);
+  await p.waitForSelector('#tabpanel table');
+  await p.fill('#search', 'advisor');
+  const rows = await p.$$('#tabpanel tbody tr');
+  assert.ok(rows.length >= 2, `${rows.length} advisor records`);
+  assert.doesNotMatch(await p.textContent('#tabpanel tbody'), /diagnostician/);
+  await p.click('#tabpanel tbody tr >> nth=0 >> button');
+  await p.waitForSelector('#record-detail h3:text-is("harness_checks")');
+  assert.match(await p.textContent('#record-detail'), /schema_valid/);
+  await p.waitForSelector('#chain-status .badge.ok');
+  await shoot(p, 'fab-decisions');
+  // The same records through the drift detector: one section per series, each with its chart.
+  await p.goto(`${FAB}/#/drift`);
+  await p.waitForSelector('.drift-series svg.chart');
+  assert.match(await p.textContent('#drift-body'), /confidence · advisor/);
+  await shoot(p, 'fab-drift');
+  await p.context().close();
+});
+
+test('a run waiting for a human: choose a cause, then approve the plan, in the run view', async () => {
+  const p = await page(390);
+  await signIn(p, FAB_OPERATOR, '#/runs', FAB_CHOICE);
+  const run = await startFab(FAB_CHOICE);
+  await p.goto(`${FAB_CHOICE}/#/runs/${run}`);
+  const choose = '.interrupt[data-kind="choose_candidate"]';
+  await p.waitForSelector(choose);
+  assert.match(await p.textContent(choose), /vacuum pump wear/);
+  await shoot(p, 'run-choose');
+  await p.check(`${choose} input[type="radio"] >> nth=1`);
+  await p.click(`${choose} button[data-action="choose"]`);
+  const plan = '.interrupt[data-kind="approve_plan"]';
+  await p.waitForSelector(plan);
+  assert.match(await p.textContent(plan), /replace_part/);
+  assert.match(await p.textContent(plan), /gas_valve/);
+  await p.click(`${plan} button[data-action="approve"]`);
+  await p.waitForFunction(() => /done|완료/.test(document.querySelector('#run-head').textContent));
+  const done = await api('GET', `/v1/runs/${run}`, FAB_OPERATOR, undefined, FAB_CHOICE);
+  assert.equal(done.body.state.outcome.status, 'executed', JSON.stringify(done.body.state));
+  assert.equal(done.body.state.diagnosis.chosen_by, 'operator');
+  assert.equal(done.body.state.diagnosis.cause, 'stuck gas valve');
+  await p.context().close();
+});
+
+test('workbench tabs 2 to 4 assemble their prompt and judge a sample answer', async () => {
+  const p = await page();
+  await signIn(p, OPERATOR, '#/workbench/loop');
+  for (const [tab, expected, text] of [['loop', 'pass', /98\.0665/], ['plan', 'pass', /Deliver materials/], ['injection', 'reported', /report/]]) {
+    await p.goto(`${BASE}/#/workbench/${tab}`);
+    await p.click('#wb-sample');
+    await p.click('#wb-make-prompt');
+    await p.waitForSelector('#wb-prompt');
+    assert.ok((await p.inputValue('#wb-prompt')).length > 100, `${tab}: a prompt`);
+    await p.click('#wb-run');
+    await p.waitForSelector('#wb-report .badge');
+    assert.equal((await p.textContent('#wb-report .badge')).trim(), expected, `${tab}: ${await p.textContent('#wb-report')}`);
+    assert.match(await p.textContent('#wb-report'), text);
+    if (tab === 'loop') assert.ok(await p.$('math'), 'the loop tab shows its formula in MathML');
+    await shoot(p, `workbench-${tab}`);
+  }
+  await p.context().close();
+});
+
+test('workbench tab 1 checks a sample answer; the state link restores the inputs', async () => {
+  const p = await page();
+  await signIn(p, OPERATOR, '#/workbench/tools');
+  await p.click('#wb-sample');
+  assert.match(await p.inputValue('#wb-prompt'), /convert_unit/);
+  await p.click('#wb-run');
+  await p.waitForSelector('#wb-report tr.wb-call');
+  const report = await p.textContent('#wb-report');
+  assert.match(report, /convert_unit/);
+  assert.match(report, /245\.16/);
+  await shoot(p, 'workbench-tools');
+  await p.click('#wb-link');
+  const link = await p.inputValue('#wb-link-out');
+  assert.match(link, /#\/workbench\/tools\?s=/);
+  await p.goto('about:blank');
+  await p.goto(link);
+  await p.waitForSelector('#wb-answer');
+  assert.match(await p.inputValue('#wb-answer'), /kgf/);
+  await p.context().close();
+});
+
+test('runs, decisions with the audit chain, and drift render', async () => {
+  // The bundled configuration's session model is scripted with no replies: the run fails, which
+  // the timeline shows with the node's error.
+  const started = await api('POST', '/v1/runs', REQUESTER, { pipeline: 'analysis', input: { entity: 'acme', data: { signals: ['latency'] } } });
+  assert.equal(started.status, 202, JSON.stringify(started.body));
+  const p = await page();
+  await signIn(p, OPERATOR, '#/runs');
+  await p.waitForSelector(`#run-list a[href="#/runs/${started.body.run_id}"]`);
+  await shoot(p, 'runs');
+  await p.click(`#run-list a[href="#/runs/${started.body.run_id}"]`);
+  await p.waitForSelector('#run-timeline li[data-event="finished"]');
+  await p.waitForSelector('#run-head .badge.bad');
+  assert.match(await p.textContent('#run-head'), /llm_unavailable/);
+  await shoot(p, 'run-detail');
+  await p.goto(`${BASE}/#/decisions/audit`);
+  await p.waitForSelector('#chain-status .badge.ok');
+  await p.waitForSelector('#tabpanel table');
+  assert.match(await p.textContent('#tabpanel'), /approval_requested/);
+  await p.fill('#search', 'rejected');
+  assert.doesNotMatch(await p.textContent('#tabpanel tbody'), /approval_requested/);
+  await shoot(p, 'audit');
+  await p.goto(`${BASE}/#/drift`);
+  await p.waitForSelector('#drift-body p');
+  assert.ok(await p.$('math'), 'the CUSUM formula is MathML');
+  await shoot(p, 'drift');
+  await p.context().close();
+});
+
+test('the language switch changes every label; theme and font size persist', async () => {
+  const p = await page();
+  await signIn(p);
+  await p.selectOption('#lang', 'ko');
+  await p.waitForFunction(() => document.documentElement.lang === 'ko');
+  assert.match(await p.textContent('#nav'), /승인/);
+  assert.match(await p.textContent('h1'), /대기 중인 승인/);
+  await p.click('#theme');
+  assert.equal(await p.getAttribute('html', 'data-theme'), 'dark');
+  await p.click('#font-up');
+  await p.reload();
+  await p.waitForSelector('#whoami');
+  assert.equal(await p.getAttribute('html', 'data-theme'), 'dark');
+  assert.equal(await p.evaluate(() => document.documentElement.style.fontSize), '110%');
+  await shoot(p, 'approvals-ko-dark');
+  await p.goto(`${BASE}/#/workbench/tools`);
+  await p.waitForSelector('#wb-task');
+  await shoot(p, 'workbench-ko-dark');
+  await p.selectOption('#lang', 'en');
+  await p.context().close();
+});
