@@ -1,6 +1,6 @@
 //! The feedback loop's data and analysis: outcome records per decision (operator ratings 1–5,
 //! automatic or operator scores 0–1), the store port that keeps them, and the pure analysis —
-//! Spearman's rho between a decision's confidence (or automatic score) and its operator rating
+//! Spearman's rho between a decision's confidence (or its score) and its operator rating
 //! behind the power gate, a CUSUM scan of the ratings (`drift.rs`'s detector), and a proposed
 //! `[levels] low_confidence` recalibrated from the ratings.
 //!
@@ -141,7 +141,7 @@ pub fn confidence_of(record: &DecisionRecord) -> Option<f64> {
     c.and_then(serde_json::Value::as_f64).filter(|c| c.is_finite())
 }
 
-/// One rated decision: its confidence and the means of its ratings and automatic scores.
+/// One rated decision: its confidence and the means of its ratings and of its scores.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Observation {
     /// Decision.
@@ -155,7 +155,7 @@ pub struct Observation {
     pub confidence: Option<f64>,
     /// Mean operator rating.
     pub rating: Option<f64>,
-    /// Mean automatic score.
+    /// Mean score (automatic or operator).
     pub score: Option<f64>,
 }
 
@@ -168,11 +168,7 @@ pub fn observations(decisions: &[DecisionRecord], feedback: &[Feedback]) -> Vec<
         if let Some(r) = f.rating {
             entry.0.push(f64::from(r));
         }
-        // Operator scores count as ratings' evidence only through `rating`; scores are the
-        // automatic side of the loop unless no rating exists.
-        if let Some(s) = f.score
-            && f.source == Source::Automatic
-        {
+        if let Some(s) = f.score {
             entry.1.push(s);
         }
     }
@@ -312,7 +308,7 @@ pub struct Analysis {
     pub decisions: usize,
     /// Confidence against operator rating.
     pub confidence_rating: Correlation,
-    /// Automatic score against operator rating.
+    /// Score against operator rating.
     pub score_rating: Correlation,
     /// The ratings over time.
     pub rating_drift: RatingDrift,
@@ -329,7 +325,7 @@ pub fn analyze(observations: &[Observation], low_confidence: f64, drift: Params)
     Analysis {
         decisions: observations.len(),
         confidence_rating: gated_spearman("confidence ~ rating", &pairs(|o| o.confidence)),
-        score_rating: gated_spearman("automatic score ~ rating", &pairs(|o| o.score)),
+        score_rating: gated_spearman("score ~ rating", &pairs(|o| o.score)),
         rating_drift: rating_drift(&ratings, drift),
         proposal: propose_low_confidence(observations, low_confidence),
     }
