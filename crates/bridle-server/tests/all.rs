@@ -5,6 +5,7 @@
 mod suite {
     mod approvals;
     mod auth;
+    mod feedback;
     mod keys;
     mod limits;
     mod mcp;
