@@ -58,10 +58,13 @@ pub async fn fire(hooks: &[Arc<dyn LoopHook>], event: &LoopEvent) -> Vec<HookRes
     out
 }
 
-/// One signed POST per event, signed like the approval webhook (`notify/webhook.rs`) with
-/// `X-Bridle-Event` naming the event; one attempt with a timeout.
+/// One signed POST per event named `event`, signed like the approval webhook
+/// (`notify/webhook.rs`) with `X-Bridle-Event` naming the event; one attempt with a timeout.
+/// Other events are ignored.
 #[derive(Debug, Clone)]
 pub struct WebhookLoopHook {
+    /// The event posted (`outcome_collected` or `model_promoted`).
+    pub event: &'static str,
     /// Target URL.
     pub url: String,
     /// HMAC secret.
@@ -77,6 +80,9 @@ impl LoopHook for WebhookLoopHook {
     }
 
     async fn on_event(&self, event: &LoopEvent) -> Result<(), String> {
+        if event.event != self.event {
+            return Ok(());
+        }
         let body = serde_json::to_vec(event).map_err(|e| e.to_string())?;
         crate::llm::openai::install_tls_provider();
         let http = reqwest::Client::builder().timeout(self.timeout).build().map_err(|e| e.to_string())?;
@@ -94,4 +100,27 @@ impl LoopHook for WebhookLoopHook {
             .map_err(|e| e.without_url().to_string())?;
         if response.status().is_success() { Ok(()) } else { Err(format!("status {}", response.status().as_u16())) }
     }
+}
+
+/// The webhooks `[webhooks]` names for the loop's events, with the secret from its
+/// `secret_env`; `Err` when a URL is set and the secret is not.
+pub fn from_settings(
+    settings: &bridle_core::config::WebhookSettings,
+    secret: Option<String>,
+) -> Result<Vec<Arc<dyn LoopHook>>, String> {
+    let mut hooks: Vec<Arc<dyn LoopHook>> = Vec::new();
+    for (event, url) in [(OUTCOME_COLLECTED, &settings.outcome_collected), (MODEL_PROMOTED, &settings.model_promoted)] {
+        let Some(url) = url else { continue };
+        let secret = secret
+            .clone()
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| format!("`[webhooks] {event}` needs the secret in `{}`", settings.secret_env))?;
+        hooks.push(Arc::new(WebhookLoopHook {
+            event,
+            url: url.clone(),
+            secret: secret.into_bytes(),
+            timeout: settings.timeout,
+        }));
+    }
+    Ok(hooks)
 }

@@ -40,9 +40,10 @@ pub enum FeedbackSource {
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FeedbackBody {
-    /// Operator rating, 1 (bad) to 5 (good).
-    #[schema(minimum = 1, maximum = 5)]
-    pub rating: Option<u8>,
+    /// Operator rating, 1 (bad) to 5 (good). Read as a number, so `2.0` is the integer 2 as
+    /// JSON Schema says (schemathesis sent it).
+    #[schema(value_type = Option<i64>, minimum = 1, maximum = 5)]
+    pub rating: Option<f64>,
     /// Score, 0 (bad) to 1 (good).
     #[schema(minimum = 0.0, maximum = 1.0)]
     pub score: Option<f64>,
@@ -102,8 +103,13 @@ pub async fn add(
     JsonBody(body): JsonBody<FeedbackBody>,
 ) -> Result<(StatusCode, Json<FeedbackStored>), ApiError> {
     caller.require_any(&[SCOPE_FEEDBACK_WRITE])?;
+    let rating = match body.rating {
+        None => None,
+        Some(r) if r.fract() == 0.0 && (1.0..=5.0).contains(&r) => u8::try_from(r as i64).ok(),
+        Some(r) => return Err(ApiError::bad_request(format!("`rating` must be an integer from 1 to 5, not {r}"))),
+    };
     let input = FeedbackInput {
-        rating: body.rating,
+        rating,
         score: body.score,
         comment: body.comment,
         source: match body.source {
