@@ -245,7 +245,7 @@ impl ThresholdProposal {
             return String::new();
         }
         format!(
-            "--- bridle.toml\n+++ bridle.toml (proposed)\n@@ [levels] @@\n-low_confidence = {}\n+low_confidence = {}\n",
+            "--- bridle.toml\n+++ bridle.toml (proposed)\n@@ [levels] @@\n-low_confidence = {:?}\n+low_confidence = {:?}\n",
             self.current, self.proposed
         )
     }

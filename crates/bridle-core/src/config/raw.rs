@@ -44,6 +44,8 @@ pub(super) struct RawConfig {
     pub fallback: Vec<super::decisions::RawFallbackRule>,
     #[serde(default)]
     pub audit: super::audit::RawAudit,
+    #[serde(default)]
+    pub drift: super::drift::RawDrift,
 }
 
 /// `[guard]`: channel limits and sensitive terms; every field optional.
