@@ -638,7 +638,9 @@ fn main() -> ExitCode {
                 })
                 .await
             }
-            Command::Feedback { command: FeedbackCommand::Add { decision, tenant, rating, score, comment, automatic, rater } } => {
+            Command::Feedback {
+                command: FeedbackCommand::Add { decision, tenant, rating, score, comment, automatic, rater },
+            } => {
                 let args = commands::feedback::AddArgs {
                     decision,
                     rating: *rating,

@@ -261,10 +261,8 @@ pub const MIN_ABOVE: usize = 5;
 /// power gate (fewer than 10 rated decisions with a confidence). No cut that qualifies → 1.0
 /// (every decision needs approval), said so in the reason.
 pub fn propose_low_confidence(observations: &[Observation], current: f64) -> Option<ThresholdProposal> {
-    let pairs: Vec<(f64, bool)> = observations
-        .iter()
-        .filter_map(|o| Some((o.confidence?, o.rating? <= f64::from(POOR_RATING))))
-        .collect();
+    let pairs: Vec<(f64, bool)> =
+        observations.iter().filter_map(|o| Some((o.confidence?, o.rating? <= f64::from(POOR_RATING)))).collect();
     if Power::of(pairs.len()) == Power::InsufficientData {
         return None;
     }

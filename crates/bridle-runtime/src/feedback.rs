@@ -50,9 +50,9 @@ pub async fn collect(
     let comment = match input.comment.filter(|c| !c.is_empty()) {
         None => None,
         Some(c) => {
-            let masker = MASKER
-                .as_ref()
-                .ok_or_else(|| CollectError::Store(StoreError::Unavailable("the comment masker did not build".into())))?;
+            let masker = MASKER.as_ref().ok_or_else(|| {
+                CollectError::Store(StoreError::Unavailable("the comment masker did not build".into()))
+            })?;
             Some(masker.mask(&c).masked)
         }
     };

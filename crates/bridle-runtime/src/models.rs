@@ -79,7 +79,8 @@ pub async fn validate(
     threshold: f64,
     now: OffsetDateTime,
 ) -> (Validation, ReplayReport) {
-    let report = Replayer::new(client, contracts, Tolerance::default()).replay_all(&model.name, records, |_, _| {}).await;
+    let report =
+        Replayer::new(client, contracts, Tolerance::default()).replay_all(&model.name, records, |_, _| {}).await;
     (core::judge(report.total, report.agree, threshold, config_hash, now), report)
 }
 

@@ -131,7 +131,9 @@ pub async fn analyze_cmd(c: &Common<'_>, agent: Option<&str>, limit: u32, baseli
         d.n
     ))?;
     match &analysis.proposal {
-        None => out::line("low_confidence: no proposal (insufficient_data: fewer than 10 rated decisions with a confidence)")?,
+        None => out::line(
+            "low_confidence: no proposal (insufficient_data: fewer than 10 rated decisions with a confidence)",
+        )?,
         Some(p) if p.diff().is_empty() => out::line(&format!("low_confidence = {} stays: {}", p.current, p.reason))?,
         Some(p) => {
             out::line(&format!("proposal: {}", p.reason))?;

@@ -137,7 +137,9 @@ pub async fn promote(c: &Common<'_>, v: &ValidateArgs<'_>, to: Option<Stage>, by
         }
         Err(PromoteError::Refused(r)) => {
             if c.json {
-                out::line(&serde_json::json!({"error": {"code": r.code().as_str(), "message": r.to_string()}}).to_string())?;
+                out::line(
+                    &serde_json::json!({"error": {"code": r.code().as_str(), "message": r.to_string()}}).to_string(),
+                )?;
             } else {
                 eprintln!("refused: {}: {r}", r.code().as_str());
             }

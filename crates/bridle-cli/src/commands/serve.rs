@@ -75,7 +75,8 @@ pub async fn run(
     let gate =
         super::observability::with_webhook(runtime.gate.clone(), &runtime.config, &format!("http://{local}/console"))?;
     let secret = std::env::var(&runtime.config.webhooks.secret_env).ok().filter(|s| !s.is_empty());
-    let loop_hooks = feedback_hooks::from_settings(&runtime.config.webhooks, secret.clone()).map_err(anyhow::Error::msg)?;
+    let loop_hooks =
+        feedback_hooks::from_settings(&runtime.config.webhooks, secret.clone()).map_err(anyhow::Error::msg)?;
     let mut state =
         super::observability::with_metrics(AppState::new(gate, &auth, Limits::from_settings(&runtime.config.server))?)
             .with_runs(Arc::new(Runs::new(runtime.clone())))

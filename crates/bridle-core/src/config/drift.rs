@@ -80,7 +80,10 @@ pub(super) fn drift_settings(raw: &RawDrift, errors: &mut Errors) -> DriftSettin
     if let Some(s) = raw.interval_seconds
         && !(MIN_INTERVAL_SECONDS..=MAX_INTERVAL_SECONDS).contains(&s)
     {
-        errors.push("drift.interval_seconds", format!("must be between {MIN_INTERVAL_SECONDS} and {MAX_INTERVAL_SECONDS}"));
+        errors.push(
+            "drift.interval_seconds",
+            format!("must be between {MIN_INTERVAL_SECONDS} and {MAX_INTERVAL_SECONDS}"),
+        );
     }
     if raw.interval_seconds.is_some() && raw.tenants.is_empty() {
         errors.push("drift.tenants", "name at least one tenant to scan");

@@ -36,12 +36,8 @@ impl DriftHook for Dedup {
     }
 
     async fn on_drift(&self, alert: &DriftAlert) -> Result<Option<Value>, String> {
-        let key = (
-            alert.tenant.clone(),
-            alert.series.metric.clone(),
-            alert.series.key.clone(),
-            alert.decision_id.clone(),
-        );
+        let key =
+            (alert.tenant.clone(), alert.series.metric.clone(), alert.series.key.clone(), alert.decision_id.clone());
         let first = self.seen.lock().map_err(|_| "drift dedup lock poisoned".to_owned())?.insert(key);
         if first { self.hook.on_drift(alert).await } else { Ok(Some(json!({"event": "drift_already_announced"}))) }
     }

@@ -103,17 +103,16 @@ async fn outcomes_are_collected_checked_masked_and_analysed() {
     assert_eq!(recorder.0.lock().unwrap().len(), 20, "one outcome_collected per feedback");
     assert!(recorder.0.lock().unwrap().iter().all(|e| e.event == "outcome_collected"));
     let f = stores.feedback.as_ref();
-    let unknown = collect(f, &hooks, "fab-1", "d-404", "op", FeedbackInput { rating: Some(3), ..Default::default() }, T0);
+    let unknown =
+        collect(f, &hooks, "fab-1", "d-404", "op", FeedbackInput { rating: Some(3), ..Default::default() }, T0);
     assert!(matches!(unknown.await, Err(CollectError::UnknownDecision(_))));
-    let other_tenant = collect(f, &hooks, "fab-2", "d-001", "op", FeedbackInput { rating: Some(3), ..Default::default() }, T0);
+    let other_tenant =
+        collect(f, &hooks, "fab-2", "d-001", "op", FeedbackInput { rating: Some(3), ..Default::default() }, T0);
     assert!(matches!(other_tenant.await, Err(CollectError::UnknownDecision(_))));
     let bad = collect(f, &hooks, "fab-1", "d-001", "op", FeedbackInput { rating: Some(6), ..Default::default() }, T0);
     assert!(matches!(bad.await, Err(CollectError::Invalid(_))));
-    let comment = FeedbackInput {
-        score: Some(0.5),
-        comment: Some("ask kim@fab.example about it".into()),
-        ..Default::default()
-    };
+    let comment =
+        FeedbackInput { score: Some(0.5), comment: Some("ask kim@fab.example about it".into()), ..Default::default() };
     let (stored, _) = collect(f, &hooks, "fab-1", "d-050", "op", comment, T0).await.unwrap();
     let text = stored.comment.unwrap();
     assert!(!text.contains("kim@fab.example"), "masked: {text}");
@@ -167,7 +166,10 @@ async fn promotion_needs_a_passing_validation_and_goes_one_stage_at_a_time() {
     assert_eq!((passed.agree, passed.passed), (80, true));
     // Not two stages at once.
     let skip = Promotion { to: Some(Stage::Stable), ..promotion(&passed) };
-    assert!(matches!(models::promote(&stores, &hooks, skip).await, Err(PromoteError::Refused(Refusal::NotNext { .. }))));
+    assert!(matches!(
+        models::promote(&stores, &hooks, skip).await,
+        Err(PromoteError::Refused(Refusal::NotNext { .. }))
+    ));
     let (canary, _) = models::promote(&stores, &hooks, promotion(&passed)).await.unwrap();
     assert_eq!(canary.stage, Stage::Canary);
     let (stable, _) = models::promote(&stores, &hooks, promotion(&passed)).await.unwrap();
@@ -181,7 +183,10 @@ async fn promotion_needs_a_passing_validation_and_goes_one_stage_at_a_time() {
     let entry2 = models::candidate("fab-1", "model-c", "c.toml", b"c", "ops", T0);
     stores.models.register_model(&entry2).await.unwrap();
     let p2 = Promotion { name: "model-c", ..promotion(&other) };
-    assert!(matches!(models::promote(&stores, &hooks, p2).await, Err(PromoteError::Refused(Refusal::FileChanged { .. }))));
+    assert!(matches!(
+        models::promote(&stores, &hooks, p2).await,
+        Err(PromoteError::Refused(Refusal::FileChanged { .. }))
+    ));
 
     // Exactly the two promotions were recorded, as audit events and hook events.
     let events = stores.audit.events("fab-1", 0, 100).await.unwrap();

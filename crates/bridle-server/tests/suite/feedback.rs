@@ -98,7 +98,10 @@ async fn feedback_over_http_is_stored_checked_and_listed() {
     let (status, stored) = http(&addr, "POST", "/v1/decisions/d-1/feedback", &writer, Some(&body)).await;
     assert_eq!(status, 201, "{stored}");
     let f = &stored["feedback"];
-    assert_eq!((f["decision_id"].as_str(), f["rating"].as_u64(), f["rater"].as_str()), (Some("d-1"), Some(4), Some("operator-7")));
+    assert_eq!(
+        (f["decision_id"].as_str(), f["rating"].as_u64(), f["rater"].as_str()),
+        (Some("d-1"), Some(4), Some("operator-7"))
+    );
     assert_eq!(f["source"], "operator");
     assert!(!f["comment"].as_str().unwrap().contains("ops@fab.example"), "masked: {f}");
 
@@ -116,7 +119,8 @@ async fn feedback_over_http_is_stored_checked_and_listed() {
         assert_eq!((status, answer["error"]["code"].as_str()), (expected, Some(code)), "{path} {body}: {answer}");
     }
     let reader = token_for("viewer", "fab-1", &[], &["feedback:read"]);
-    let (status, answer) = http(&addr, "POST", "/v1/decisions/d-1/feedback", &reader, Some(&json!({"rating": 1}))).await;
+    let (status, answer) =
+        http(&addr, "POST", "/v1/decisions/d-1/feedback", &reader, Some(&json!({"rating": 1}))).await;
     assert_eq!((status, answer["error"]["code"].as_str()), (403, Some("forbidden")));
 
     let (status, list) = http(&addr, "GET", "/v1/feedback?decision_id=d-1", &reader, None).await;

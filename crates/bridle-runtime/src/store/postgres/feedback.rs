@@ -80,25 +80,27 @@ impl ModelRegistry for PostgresStore {
     }
 
     async fn models(&self, tenant: &str) -> StoreResult<Vec<ModelEntry>> {
-        let rows: Vec<String> = sqlx::query_scalar("SELECT body FROM models WHERE tenant = $1 ORDER BY name COLLATE \"C\"")
-            .bind(tenant)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db_err)?;
+        let rows: Vec<String> =
+            sqlx::query_scalar("SELECT body FROM models WHERE tenant = $1 ORDER BY name COLLATE \"C\"")
+                .bind(tenant)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db_err)?;
         rows.iter().map(|b| from_json("model", b)).collect()
     }
 
     async fn move_stage(&self, m: &ModelEntry, from: Stage) -> StoreResult<bool> {
         let what = format!("model `{}`", m.name);
-        let done = sqlx::query("UPDATE models SET stage = $1, body = $2 WHERE tenant = $3 AND name = $4 AND stage = $5")
-            .bind(m.stage.as_str())
-            .bind(to_json(&what, m)?)
-            .bind(&m.tenant)
-            .bind(&m.name)
-            .bind(from.as_str())
-            .execute(&self.pool)
-            .await
-            .map_err(db_err)?;
+        let done =
+            sqlx::query("UPDATE models SET stage = $1, body = $2 WHERE tenant = $3 AND name = $4 AND stage = $5")
+                .bind(m.stage.as_str())
+                .bind(to_json(&what, m)?)
+                .bind(&m.tenant)
+                .bind(&m.name)
+                .bind(from.as_str())
+                .execute(&self.pool)
+                .await
+                .map_err(db_err)?;
         Ok(done.rows_affected() == 1)
     }
 }

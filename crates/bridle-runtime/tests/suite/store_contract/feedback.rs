@@ -45,7 +45,8 @@ pub async fn feedback_rates_decisions_of_its_own_tenant(s: Stores) -> anyhow::Re
     let ids: Vec<&str> = all.iter().map(|x| x.feedback_id.as_str()).collect();
     ensure!(ids == ["f-2", "f-3", "f-1"], "newest first: {ids:?}");
     ensure!(all[2] == feedback("f-1", "tenant-a", "d-1", 4, secs(10)), "round trip: {:?}", all[2]);
-    let of_d1: Vec<String> = f.feedback("tenant-a", Some("d-1"), 10).await?.into_iter().map(|x| x.feedback_id).collect();
+    let of_d1: Vec<String> =
+        f.feedback("tenant-a", Some("d-1"), 10).await?.into_iter().map(|x| x.feedback_id).collect();
     ensure!(of_d1 == ["f-3", "f-1"], "{of_d1:?}");
     ensure!(f.feedback("tenant-a", None, 1).await?.len() == 1);
     ensure!(f.feedback("tenant-b", None, 10).await?.is_empty());
