@@ -43,7 +43,8 @@ pub enum EventKind {
     /// A chat turn was stopped by a limit (tool calls, deadline, budget, circuit, model error).
     ChatStopped,
     /// A registered model moved forward one stage after a passing validation (call id: a fresh
-    /// id; tool: the model's name; reason: stages and agreement).
+    /// id; tool: the model's name; plan hash: the model file's SHA-256; reason: stages and
+    /// agreement).
     ModelPromoted,
 }
 

@@ -6,7 +6,7 @@
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use bridle_core::feedback::{FeedbackInput, MAX_COMMENT_CHARS, Source};
+use bridle_core::feedback::{FeedbackInput, Source};
 use bridle_runtime::feedback::{CollectError, collect};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -117,9 +117,6 @@ pub async fn add(
             Some(FeedbackSource::Operator) | None => Source::Operator,
         },
     };
-    if input.comment.as_ref().is_some_and(|c| c.chars().count() > MAX_COMMENT_CHARS) {
-        return Err(ApiError::bad_request(format!("`comment` is longer than {MAX_COMMENT_CHARS} characters")));
-    }
     let store = state.gate.stores().feedback.clone();
     let now = time::OffsetDateTime::now_utc();
     let stored = collect(store.as_ref(), &state.loop_hooks, &caller.0.tenant, &id, &caller.0.subject, input, now).await;
