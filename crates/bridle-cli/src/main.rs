@@ -147,6 +147,19 @@ enum Command {
         #[arg(long, value_name = "URL")]
         webhook: Option<String>,
     },
+    /// Outcomes of decisions (operator ratings 1–5, scores 0–1) and their analysis: Spearman's
+    /// rho of confidence against rating behind the power gate, a CUSUM scan of the ratings, and a
+    /// recalibrated `[levels] low_confidence` printed as a config diff.
+    Feedback {
+        #[command(subcommand)]
+        command: FeedbackCommand,
+    },
+    /// The model registry: models (name → model file and its SHA-256) move candidate → canary →
+    /// stable, one stage at a time, only when replay on held-out decisions agrees enough.
+    Models {
+        #[command(subcommand)]
+        command: ModelsCommand,
+    },
     /// Measure Bridle's own speed.
     Bench {
         #[command(subcommand)]
@@ -189,6 +202,120 @@ enum Command {
         #[command(subcommand)]
         command: TokenCommand,
     },
+}
+
+#[derive(Debug, Subcommand)]
+enum FeedbackCommand {
+    /// Rate one decision of the tenant (stored as the API stores it; `outcome_collected` fires).
+    Add {
+        /// Decision id.
+        decision: String,
+        /// Tenant of the decision.
+        #[arg(long, default_value = "fab-1")]
+        tenant: String,
+        /// Rating, 1 (bad) to 5 (good).
+        #[arg(long)]
+        rating: Option<u8>,
+        /// Score, 0 (bad) to 1 (good).
+        #[arg(long)]
+        score: Option<f64>,
+        /// Comment (secrets and personal data masked before it is stored).
+        #[arg(long)]
+        comment: Option<String>,
+        /// The outcome was scored automatically, not by a person.
+        #[arg(long)]
+        automatic: bool,
+        /// Who rates.
+        #[arg(long, default_value = "cli")]
+        rater: String,
+    },
+    /// The tenant's feedback, newest first; `--json` prints one JSON line each.
+    List {
+        /// Tenant.
+        #[arg(long, default_value = "fab-1")]
+        tenant: String,
+        /// Only this decision's.
+        #[arg(long)]
+        decision: Option<String>,
+        /// At most this many.
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+    },
+    /// Analyse the tenant's feedback against its decisions.
+    Analyze {
+        /// Tenant.
+        #[arg(long, default_value = "fab-1")]
+        tenant: String,
+        /// Only decisions of this agent.
+        #[arg(long)]
+        agent: Option<String>,
+        /// The most recent feedback records read.
+        #[arg(long, default_value_t = 10_000)]
+        limit: u32,
+        /// Ratings that set the CUSUM baseline.
+        #[arg(long, default_value_t = 30)]
+        baseline: usize,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ModelsCommand {
+    /// Register a model file as a candidate.
+    Register {
+        /// Model name (unique per tenant).
+        name: String,
+        /// The model file: a TOML file with an `[llm]` section, or a scripted model's script.
+        #[arg(long)]
+        model: PathBuf,
+        /// Tenant whose decisions validate it.
+        #[arg(long, default_value = "fab-1")]
+        tenant: String,
+        /// Who registers it.
+        #[arg(long, default_value = "cli")]
+        by: String,
+    },
+    /// The tenant's models with stage and hash.
+    List {
+        /// Tenant.
+        #[arg(long, default_value = "fab-1")]
+        tenant: String,
+    },
+    /// Replay held-out decisions on the model and judge the agreement (exit 1 when it fails).
+    Validate {
+        /// Model name.
+        name: String,
+        #[command(flatten)]
+        validation: ValidationArgs,
+    },
+    /// Validate, then move the model one stage forward if it passed; otherwise say why and exit 1.
+    Promote {
+        /// Model name.
+        name: String,
+        /// The stage to move to (must be the next one; default: the next one).
+        #[arg(long, value_parser = commands::models::parse_stage)]
+        to: Option<bridle_core::models::Stage>,
+        /// Who promotes (the audit event's subject).
+        #[arg(long, default_value = "cli")]
+        by: String,
+        #[command(flatten)]
+        validation: ValidationArgs,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+struct ValidationArgs {
+    /// Tenant whose decisions validate the model.
+    #[arg(long, default_value = "fab-1")]
+    tenant: String,
+    /// The most recent replayable decisions without feedback replayed.
+    #[arg(long, default_value_t = bridle_core::models::DEFAULT_HOLDOUT)]
+    holdout: u32,
+    /// Agreement needed, 0–1.
+    #[arg(long, default_value_t = bridle_core::models::DEFAULT_THRESHOLD)]
+    threshold: f64,
+    /// Only decisions of this agent.
+    #[arg(long)]
+    agent: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -417,6 +544,15 @@ fn desk<'a>(cli: &'a Cli, acting_as: &'a str) -> commands::approvals::Desk<'a> {
     commands::approvals::Desk { config: cli.config.as_deref(), db: cli.db.as_deref(), acting_as, json: cli.json }
 }
 
+/// Store and output options of `feedback` and `models`.
+fn common<'a>(cli: &'a Cli, tenant: &'a str) -> commands::feedback::Common<'a> {
+    commands::feedback::Common { config: cli.config.as_deref(), db: cli.db.as_deref(), json: cli.json, tenant }
+}
+
+fn validate_args<'a>(name: &'a str, v: &'a ValidationArgs) -> commands::models::ValidateArgs<'a> {
+    commands::models::ValidateArgs { name, holdout: v.holdout, threshold: v.threshold, agent: v.agent.as_deref() }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
@@ -540,6 +676,37 @@ fn main() -> ExitCode {
                     webhook: webhook.clone(),
                 })
                 .await
+            }
+            Command::Feedback {
+                command: FeedbackCommand::Add { decision, tenant, rating, score, comment, automatic, rater },
+            } => {
+                let args = commands::feedback::AddArgs {
+                    decision,
+                    rating: *rating,
+                    score: *score,
+                    comment: comment.as_deref(),
+                    automatic: *automatic,
+                    rater,
+                };
+                commands::feedback::add(&common(&cli, tenant), &args).await
+            }
+            Command::Feedback { command: FeedbackCommand::List { tenant, decision, limit } } => {
+                commands::feedback::list(&common(&cli, tenant), decision.as_deref(), *limit).await
+            }
+            Command::Feedback { command: FeedbackCommand::Analyze { tenant, agent, limit, baseline } } => {
+                commands::feedback::analyze_cmd(&common(&cli, tenant), agent.as_deref(), *limit, *baseline).await
+            }
+            Command::Models { command: ModelsCommand::Register { name, model, tenant, by } } => {
+                commands::models::register(&common(&cli, tenant), name, model, by).await
+            }
+            Command::Models { command: ModelsCommand::List { tenant } } => {
+                commands::models::list(&common(&cli, tenant)).await
+            }
+            Command::Models { command: ModelsCommand::Validate { name, validation: v } } => {
+                commands::models::validate(&common(&cli, &v.tenant), &validate_args(name, v)).await
+            }
+            Command::Models { command: ModelsCommand::Promote { name, to, by, validation: v } } => {
+                commands::models::promote(&common(&cli, &v.tenant), &validate_args(name, v), *to, by).await
             }
             Command::Bench { command: BenchCommand::Runtime { samples } } => {
                 commands::bench::runtime(cli.json, *samples)

@@ -9,6 +9,7 @@ mod suite {
     mod commands;
     mod crash;
     mod drift;
+    mod feedback;
     mod guard;
     mod lab;
     mod mcp;

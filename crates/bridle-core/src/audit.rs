@@ -42,6 +42,10 @@ pub enum EventKind {
     ChatBlocked,
     /// A chat turn was stopped by a limit (tool calls, deadline, budget, circuit, model error).
     ChatStopped,
+    /// A registered model moved forward one stage after a passing validation (call id: a fresh
+    /// id; tool: the model's name; plan hash: the model file's SHA-256; reason: stages and
+    /// agreement).
+    ModelPromoted,
 }
 
 impl EventKind {
@@ -56,6 +60,7 @@ impl EventKind {
             Self::JobSettled => "job_settled",
             Self::ChatBlocked => "chat_blocked",
             Self::ChatStopped => "chat_stopped",
+            Self::ModelPromoted => "model_promoted",
         }
     }
 }

@@ -166,6 +166,12 @@ codes! {
     StepCountInvalid => "step_count_invalid",
     /// A pasted field longer than 20,000 characters.
     FieldTooLong => "field_too_long",
+    // model registry (the feedback loop's promotions)
+    /// A promotion not to the model's next stage (stages move forward one at a time).
+    StageNotNext => "stage_not_next",
+    /// A promotion whose validation failed (replay agreement below the threshold, nothing
+    /// replayed, or a model file changed since registration); the stage is unchanged.
+    ValidationFailed => "validation_failed",
 }
 
 impl std::fmt::Display for Code {

@@ -6,6 +6,7 @@
 mod adapters;
 mod audit;
 mod decisions;
+mod drift;
 mod raw;
 mod runtime;
 mod server;
@@ -28,6 +29,7 @@ pub use adapters::{
     ToolRoute, placeholders,
 };
 pub use audit::{AuditSettings, EvidenceMode};
+pub use drift::DriftSettings;
 pub use runtime::{LlmSettings, RuntimeSettings, llm_from_toml};
 pub use server::ServerSettings;
 pub use validate::load;
@@ -142,6 +144,8 @@ pub struct Config {
     pub audit: AuditSettings,
     /// Workflow files the API may start (`[workflows]`).
     pub workflows: WorkflowSettings,
+    /// The drift scan `bridle serve` runs on an interval (`[drift]`; off by default).
+    pub drift: DriftSettings,
 }
 
 /// A simulator of a system Bridle does not own, run in process.

@@ -7,6 +7,7 @@ mod suite {
     mod budget;
     mod config;
     mod drift;
+    mod feedback;
     mod guard;
     mod lab;
     mod laws;

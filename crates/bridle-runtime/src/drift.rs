@@ -7,6 +7,8 @@
 //! the scan. The scan keeps no state between runs: each run reads the log again from its start
 //! (at most `limit` records), so it announces the open episodes of that window.
 
+pub mod watch;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;

@@ -12,6 +12,8 @@ pub mod sqlite;
 
 use std::sync::Arc;
 
+use bridle_core::feedback::FeedbackStore;
+use bridle_core::models::ModelRegistry;
 use bridle_core::ports::{
     ActionLedger, ApprovalLedger, AuditLog, BudgetStore, DecisionLog, JobStore, RunFlags, StoreError,
 };
@@ -37,6 +39,10 @@ pub struct Stores {
     pub run_flags: Arc<dyn RunFlags>,
     /// Automatic changes per resource (`[levels] auto_limit`).
     pub actions: Arc<dyn ActionLedger>,
+    /// Outcomes per decision (the feedback loop).
+    pub feedback: Arc<dyn FeedbackStore>,
+    /// Registered models and their stages.
+    pub models: Arc<dyn ModelRegistry>,
     /// The URL it was opened from (`memory` for the in-memory store), without any password.
     pub url: String,
 }
@@ -45,7 +51,16 @@ impl Stores {
     /// All ports from one backend value.
     pub fn from_backend<S>(backend: Arc<S>, url: &str) -> Self
     where
-        S: ApprovalLedger + JobStore + BudgetStore + AuditLog + DecisionLog + RunFlags + ActionLedger + 'static,
+        S: ApprovalLedger
+            + JobStore
+            + BudgetStore
+            + AuditLog
+            + DecisionLog
+            + RunFlags
+            + ActionLedger
+            + FeedbackStore
+            + ModelRegistry
+            + 'static,
     {
         Self {
             approvals: backend.clone(),
@@ -54,7 +69,9 @@ impl Stores {
             audit: backend.clone(),
             decisions: backend.clone(),
             run_flags: backend.clone(),
-            actions: backend,
+            actions: backend.clone(),
+            feedback: backend.clone(),
+            models: backend,
             url: url.to_owned(),
         }
     }

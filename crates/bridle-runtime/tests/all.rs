@@ -12,6 +12,7 @@ mod suite {
     mod demo;
     mod drift;
     mod fab;
+    mod feedback_loop;
     mod gate_matrix;
     mod graph;
     mod guard;

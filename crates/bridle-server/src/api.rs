@@ -7,6 +7,7 @@ pub mod audit;
 pub mod calls;
 pub mod check;
 pub mod drift;
+pub mod feedback;
 pub mod guard;
 pub mod lab;
 pub mod runs;
@@ -49,6 +50,8 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .route("/v1/runs/{id}/events", get(runs::events))
         .route("/v1/runs/{id}/resume", post(runs::resume))
         .route("/v1/decisions", get(runs::decisions))
+        .route("/v1/decisions/{id}/feedback", post(feedback::add))
+        .route("/v1/feedback", get(feedback::list))
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate))
 }
 

@@ -56,6 +56,8 @@ pub struct AppState {
     pub metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
     /// Graph runs over the runtime (`None`: `/v1/runs…` answer 404 `not_found`).
     pub runs: Option<Arc<runs::Runs>>,
+    /// Handlers of the feedback loop's events (`outcome_collected` from `/v1/decisions/{id}/feedback`).
+    pub loop_hooks: Vec<Arc<dyn bridle_runtime::feedback::hooks::LoopHook>>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -77,6 +79,7 @@ impl AppState {
             mcp: mcp::McpSettings::default(),
             metrics: None,
             runs: None,
+            loop_hooks: Vec::new(),
         })
     }
 }
@@ -86,6 +89,13 @@ impl AppState {
     #[must_use]
     pub fn with_metrics(mut self, handle: metrics_exporter_prometheus::PrometheusHandle) -> Self {
         self.metrics = Some(handle);
+        self
+    }
+
+    /// Tells `hooks` of the feedback loop's events.
+    #[must_use]
+    pub fn with_loop_hooks(mut self, hooks: Vec<Arc<dyn bridle_runtime::feedback::hooks::LoopHook>>) -> Self {
+        self.loop_hooks = hooks;
         self
     }
 

@@ -3,7 +3,7 @@
 
 use axum::Json;
 use utoipa::openapi::path::Operation;
-use utoipa::openapi::schema::{AdditionalProperties, AllOfBuilder, ObjectBuilder, OneOfBuilder, Schema, Type};
+use utoipa::openapi::schema::{AdditionalProperties, AllOfBuilder, AnyOfBuilder, ObjectBuilder, OneOfBuilder, Schema, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
 use utoipa::{Modify, OpenApi, ToSchema};
@@ -228,6 +228,29 @@ impl Modify for ClosedVariants {
     }
 }
 
+/// `FeedbackBody` needs a `rating` or a `score` (or both), not null; the derived schema cannot
+/// say so, so the two branches are spelled out as an `anyOf` beside it.
+struct FeedbackBodyChoice;
+
+impl Modify for FeedbackBodyChoice {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let Some(schemas) = openapi.components.as_mut().map(|c| &mut c.schemas) else { return };
+        let Some(derived) = schemas.remove("FeedbackBody") else { return };
+        let rating = ObjectBuilder::new()
+            .required("rating")
+            .property("rating", ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(1)).maximum(Some(5)));
+        let score = ObjectBuilder::new()
+            .required("score")
+            .property("score", ObjectBuilder::new().schema_type(Type::Number).minimum(Some(0)).maximum(Some(1)));
+        let choice = AnyOfBuilder::new().item(rating).item(score);
+        let combined = AllOfBuilder::new()
+            .item(derived)
+            .item(choice)
+            .description(Some("Feedback on a decision: a `rating` (1–5), a `score` (0–1), or both."));
+        schemas.insert("FeedbackBody".to_owned(), RefOr::T(combined.into()));
+    }
+}
+
 /// The API's document.
 #[derive(OpenApi)]
 #[openapi(
@@ -260,6 +283,8 @@ impl Modify for ClosedVariants {
         api::runs::events,
         api::runs::resume,
         api::runs::decisions,
+        api::feedback::add,
+        api::feedback::list,
         crate::observe::render,
     ),
     components(schemas(ErrorBody, ErrorDetail, Health, ToolList, ApprovalList, ApprovalAnswer, ApprovalShown, FieldChange, AuditPage, ScanAnswer, api::calls::CallBody, api::approvals::RejectBody,
@@ -269,8 +294,9 @@ impl Modify for ClosedVariants {
         api::runs::StartBody, api::runs::AnalysisInput, api::runs::FabInput, api::runs::FabAnomaly, api::runs::WorkflowInput, api::runs::ResumeBody, api::runs::RunAccepted,
         api::runs::RunStatus, api::runs::RunEventFrame, api::runs::DecisionList, api::runs::RunState,
         api::runs::RunListItem, api::runs::RunList, api::approvals::ApprovalsFrame, api::audit::ChainStatus,
-        api::drift::DriftAnswer, api::drift::DriftMetric)),
-    modifiers(&BearerScheme, &MiddlewareResponses, &CallBodyChoice, &ClosedVariants)
+        api::drift::DriftAnswer, api::drift::DriftMetric,
+        api::feedback::FeedbackBody, api::feedback::FeedbackSource, api::feedback::FeedbackStored, api::feedback::FeedbackList)),
+    modifiers(&BearerScheme, &MiddlewareResponses, &CallBodyChoice, &ClosedVariants, &FeedbackBodyChoice)
 )]
 pub struct ApiDoc;
 

@@ -7,6 +7,7 @@ mod suite {
     mod auth;
     mod console;
     mod fab_runs;
+    mod feedback;
     mod keys;
     mod lab;
     mod limits;

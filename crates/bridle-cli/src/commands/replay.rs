@@ -29,7 +29,7 @@ pub struct Args<'a> {
 }
 
 /// A model from a file: an `[llm]` section like `bridle.toml`'s, or a scripted model's script.
-pub(crate) fn model_from(path: &Path) -> anyhow::Result<(Arc<dyn LlmClient>, String)> {
+pub fn model_from(path: &Path) -> anyhow::Result<(Arc<dyn LlmClient>, String)> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading `{}`", path.display()))?;
     let label = path.display().to_string();
     if text.lines().any(|l| l.trim() == "[llm]") {

@@ -7,6 +7,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
+use bridle_runtime::drift::{DriftHook, SnapshotHook, WebhookHook, watch};
+use bridle_runtime::feedback::hooks as feedback_hooks;
 use bridle_runtime::runtime::RuntimeBuilder;
 use bridle_server::auth::AuthConfig;
 use bridle_server::limits::Limits;
@@ -15,6 +17,37 @@ use bridle_server::serve::{DEFAULT_LISTEN, serve, shutdown_signal};
 use bridle_server::{AppState, router};
 
 use super::out;
+
+/// Starts the `[drift]` watch when it has an interval, with its snapshot and webhook hooks.
+fn drift_watch(
+    runtime: &bridle_runtime::runtime::Runtime,
+    secret: Option<String>,
+) -> anyhow::Result<Option<tokio::task::JoinHandle<()>>> {
+    let settings = runtime.config.drift.clone();
+    if settings.interval.is_none() {
+        return Ok(None);
+    }
+    let mut hooks: Vec<Arc<dyn DriftHook>> = Vec::new();
+    if let Some(dir) = &settings.snapshot_dir {
+        hooks.push(Arc::new(SnapshotHook { dir: dir.into() }));
+    }
+    if let Some(url) = &settings.webhook {
+        let secret = secret.with_context(|| {
+            format!("`[drift] webhook` needs the secret in `{}`", runtime.config.webhooks.secret_env)
+        })?;
+        hooks.push(Arc::new(WebhookHook {
+            url: url.clone(),
+            secret: secret.into_bytes(),
+            timeout: runtime.config.webhooks.timeout,
+        }));
+    }
+    out::line(&format!(
+        "  drift: scanning {} every {} s",
+        settings.tenants.join(", "),
+        settings.interval.map_or(0, |i| i.as_secs())
+    ))?;
+    Ok(watch::spawn(runtime.stores.decisions.clone(), settings, hooks))
+}
 
 /// Serves on `listen` (else `BRIDLE_LISTEN`, else `[server] listen`, else 127.0.0.1:8080).
 pub async fn run(
@@ -41,9 +74,14 @@ pub async fn run(
     let local = listener.local_addr().context("reading the listen address")?;
     let gate =
         super::observability::with_webhook(runtime.gate.clone(), &runtime.config, &format!("http://{local}/console"))?;
+    let secret = std::env::var(&runtime.config.webhooks.secret_env).ok().filter(|s| !s.is_empty());
+    let loop_hooks =
+        feedback_hooks::from_settings(&runtime.config.webhooks, secret.clone()).map_err(anyhow::Error::msg)?;
     let mut state =
         super::observability::with_metrics(AppState::new(gate, &auth, Limits::from_settings(&runtime.config.server))?)
-            .with_runs(Arc::new(Runs::new(runtime.clone())));
+            .with_runs(Arc::new(Runs::new(runtime.clone())))
+            .with_loop_hooks(loop_hooks);
+    let drift_watch = drift_watch(&runtime, secret)?;
     super::mcp::settings_for(&mut state.mcp, local);
     let mcp_stop = state.mcp.cancel.clone();
     out::line(&format!("bridle serving on http://{local} (store `{}`)", runtime.stores.url))?;
@@ -63,6 +101,9 @@ pub async fn run(
     };
     serve(listener, router(state), shutdown).await.context("serving")?;
     out::line("bridle: shutting down")?;
+    if let Some(watch) = drift_watch {
+        watch.abort();
+    }
     // Background runs hold no handle on the runtime, so it is shared only while requests run.
     runtime.drain().await;
     if let Ok(runtime) = Arc::try_unwrap(runtime) {

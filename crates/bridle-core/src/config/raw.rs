@@ -46,6 +46,7 @@ pub(super) struct RawConfig {
     pub audit: super::audit::RawAudit,
     #[serde(default)]
     pub workflows: super::workflows::RawWorkflows,
+    pub drift: super::drift::RawDrift,
 }
 
 /// `[guard]`: channel limits and sensitive terms; every field optional.

@@ -111,6 +111,7 @@ pub fn load(text: &str, files: &dyn Files) -> Result<Config, ConfigErrors> {
     let server = super::server::server_settings(&raw.server, &mut errors);
     let audit = super::audit::audit_settings(&raw.audit, &mut errors);
     let workflows = super::workflows::workflow_settings(&raw.workflows, &mut errors);
+    let drift = super::drift::drift_settings(&raw.drift, &mut errors);
     let adapters = super::adapters::adapter_settings(&raw.adapters, &raw.tools, &registry, &mut errors);
     let levels = super::decisions::level_settings(&raw.levels, &mut errors);
     let diagnosis = super::decisions::diagnosis_settings(&raw.diagnosis, &mut errors);
@@ -148,6 +149,7 @@ pub fn load(text: &str, files: &dyn Files) -> Result<Config, ConfigErrors> {
             simulator,
             audit,
             workflows,
+            drift,
         }),
         _ => Err(ConfigErrors(errors.0)),
     }

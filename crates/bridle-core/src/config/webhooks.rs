@@ -23,6 +23,8 @@ pub const DEFAULT_SECRET_ENV: &str = "BRIDLE_WEBHOOK_SECRET";
 #[serde(deny_unknown_fields)]
 pub(super) struct RawWebhooks {
     approval_requested: Option<String>,
+    outcome_collected: Option<String>,
+    model_promoted: Option<String>,
     secret_env: Option<String>,
     console_url: Option<String>,
     timeout_ms: Option<u64>,
@@ -34,6 +36,10 @@ pub(super) struct RawWebhooks {
 pub struct WebhookSettings {
     /// Where `approval_requested` events are POSTed (`None`: not sent).
     pub approval_requested: Option<String>,
+    /// Where `outcome_collected` (feedback stored) is POSTed, signed alike; `None`: nowhere.
+    pub outcome_collected: Option<String>,
+    /// Where `model_promoted` (a model moved a stage) is POSTed, signed alike; `None`: nowhere.
+    pub model_promoted: Option<String>,
     /// Environment variable holding the HMAC-SHA256 key.
     pub secret_env: String,
     /// Base URL of the console; each event links to `{console_url}/approvals/{id}`.
@@ -48,6 +54,8 @@ impl Default for WebhookSettings {
     fn default() -> Self {
         Self {
             approval_requested: None,
+            outcome_collected: None,
+            model_promoted: None,
             secret_env: DEFAULT_SECRET_ENV.to_owned(),
             console_url: None,
             timeout: Duration::from_secs(5),
@@ -77,6 +85,13 @@ pub(super) fn webhook_settings(raw: &RawWebhooks, errors: &mut Errors) -> Webhoo
     {
         errors.push("webhooks.approval_requested", format!("`{url}` is not an http:// or https:// URL"));
     }
+    for (at, url) in [("outcome_collected", &raw.outcome_collected), ("model_promoted", &raw.model_promoted)] {
+        if let Some(url) = url
+            && !is_http_url(url)
+        {
+            errors.push(format!("webhooks.{at}"), format!("`{url}` is not an http:// or https:// URL"));
+        }
+    }
     if let Some(url) = &raw.console_url
         && !is_http_url(url)
     {
@@ -96,6 +111,8 @@ pub(super) fn webhook_settings(raw: &RawWebhooks, errors: &mut Errors) -> Webhoo
     }
     WebhookSettings {
         approval_requested: raw.approval_requested.clone(),
+        outcome_collected: raw.outcome_collected.clone(),
+        model_promoted: raw.model_promoted.clone(),
         secret_env,
         console_url: raw.console_url.as_ref().map(|u| u.trim_end_matches('/').to_owned()),
         timeout: Duration::from_millis(timeout_ms),

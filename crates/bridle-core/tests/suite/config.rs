@@ -160,3 +160,23 @@ fn the_server_section_sets_listen_and_limits_and_lists_its_errors() {
         assert!(err.contains(field), "missing {field} in {err}");
     }
 }
+
+#[test]
+fn drift_watch_settings_are_checked_and_off_by_default() {
+    let off = load_example_with(|t| t).unwrap();
+    assert_eq!(off.drift.interval, None);
+    let on = load_example_with(|t| {
+        t + "\n[drift]\ninterval_seconds = 300\ntenants = [\"fab-1\"]\nmetrics = [\"confidence\"]\ncritical = 5\n"
+    })
+    .unwrap();
+    assert_eq!(on.drift.interval, Some(std::time::Duration::from_secs(300)));
+    assert_eq!((on.drift.params.critical, on.drift.params.warning, on.drift.limit), (5.0, 2.5, 10_000));
+    let errors = load_example_with(|t| {
+        t + "\n[drift]\ninterval_seconds = 1\nmetrics = [\"mood\"]\nwarning = 4\ncritical = 3\nwebhook = \"ftp://x\"\n"
+    })
+    .unwrap_err();
+    let at: Vec<&str> = errors.0.iter().map(|e| e.at.as_str()).collect();
+    for field in ["drift.interval_seconds", "drift.tenants", "drift.metrics", "drift.critical", "drift.webhook"] {
+        assert!(at.contains(&field), "{field} in {at:?}");
+    }
+}

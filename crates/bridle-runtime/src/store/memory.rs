@@ -8,7 +8,9 @@ use async_trait::async_trait;
 use bridle_core::approval::{self, ApprovalRequest, ApprovalStatus, Grant};
 use bridle_core::audit::{AuditEvent, AuditRecord};
 use bridle_core::decision::DecisionRecord;
+use bridle_core::feedback::{Feedback, FeedbackStore};
 use bridle_core::job::{Job, JobStatus};
+use bridle_core::models::{ModelEntry, ModelRegistry, Stage};
 use bridle_core::plan::PlanHash;
 use bridle_core::ports::{
     ActionLedger, ApprovalLedger, AuditLog, BudgetKind, BudgetStore, Consume, Debit, DecisionLog, JobStore, Reserved,
@@ -27,6 +29,8 @@ struct Inner {
     decisions: Vec<DecisionRecord>,
     taints: HashMap<(String, String), String>,
     auto_actions: HashMap<(String, String), Vec<OffsetDateTime>>,
+    feedback: Vec<Feedback>,
+    models: BTreeMap<(String, String), ModelEntry>,
 }
 
 /// All ports in memory.
@@ -342,5 +346,65 @@ impl DecisionLog for MemoryStore {
         out.sort_by_key(|d| std::cmp::Reverse(d.created_at));
         out.truncate(limit as usize);
         Ok(out)
+    }
+}
+
+#[async_trait]
+impl FeedbackStore for MemoryStore {
+    async fn add_feedback(&self, feedback: &Feedback) -> StoreResult<()> {
+        let mut inner = self.lock()?;
+        if !inner.decisions.iter().any(|d| d.tenant == feedback.tenant && d.decision_id == feedback.decision_id) {
+            return Err(StoreError::NotFound(format!("decision `{}`", feedback.decision_id)));
+        }
+        if inner.feedback.iter().any(|f| f.feedback_id == feedback.feedback_id) {
+            return Err(StoreError::Duplicate(format!("feedback `{}`", feedback.feedback_id)));
+        }
+        inner.feedback.push(feedback.clone());
+        Ok(())
+    }
+
+    async fn feedback(&self, tenant: &str, decision_id: Option<&str>, limit: u32) -> StoreResult<Vec<Feedback>> {
+        let inner = self.lock()?;
+        let mut out: Vec<Feedback> = inner
+            .feedback
+            .iter()
+            .filter(|f| f.tenant == tenant && decision_id.is_none_or(|d| f.decision_id == d))
+            .cloned()
+            .collect();
+        out.sort_by_key(|f| std::cmp::Reverse(f.created_at));
+        out.truncate(limit as usize);
+        Ok(out)
+    }
+}
+
+#[async_trait]
+impl ModelRegistry for MemoryStore {
+    async fn register_model(&self, entry: &ModelEntry) -> StoreResult<()> {
+        let mut inner = self.lock()?;
+        let k = key(&entry.tenant, &entry.name);
+        if inner.models.contains_key(&k) {
+            return Err(StoreError::Duplicate(format!("model `{}`", entry.name)));
+        }
+        inner.models.insert(k, entry.clone());
+        Ok(())
+    }
+
+    async fn model(&self, tenant: &str, name: &str) -> StoreResult<Option<ModelEntry>> {
+        Ok(self.lock()?.models.get(&key(tenant, name)).cloned())
+    }
+
+    async fn models(&self, tenant: &str) -> StoreResult<Vec<ModelEntry>> {
+        Ok(self.lock()?.models.values().filter(|m| m.tenant == tenant).cloned().collect())
+    }
+
+    async fn move_stage(&self, updated: &ModelEntry, from: Stage) -> StoreResult<bool> {
+        let mut inner = self.lock()?;
+        match inner.models.get_mut(&key(&updated.tenant, &updated.name)) {
+            Some(m) if m.stage == from => {
+                *m = updated.clone();
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
     }
 }

@@ -122,3 +122,47 @@ async fn a_stable_log_records_nothing_and_an_empty_log_is_fine() {
     assert!(report.events.is_empty(), "{:?}", report.events);
     assert!(report.series.iter().all(|s| s.status == Level::Ok));
 }
+
+#[tokio::test]
+async fn the_serve_watch_announces_an_episode_once_across_scans() {
+    use bridle_runtime::drift::watch::{Dedup, scan_all};
+    let stores = Stores::memory();
+    for i in 0..70 {
+        let latency = if i < 40 { 300 + 20 * (i as u64 % 2) } else { 360 };
+        stores.decisions.record(&record(i, latency)).await.unwrap();
+    }
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = calls.clone();
+    let reanalysis: Arc<dyn DriftHook> = Arc::new(ReanalysisHook(Arc::new(move |_: &DriftAlert| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    })));
+    let hooks: Vec<Arc<dyn DriftHook>> = vec![Arc::new(Dedup::new(reanalysis))];
+    let config = bridle_core::config::DriftSettings {
+        interval: Some(Duration::from_secs(60)),
+        tenants: vec!["fab-1".into(), "fab-2".into()],
+        metrics: vec!["latency_ms".into(), "confidence".into()],
+        ..Default::default()
+    };
+    // Three scans as the interval would run them: the episode is announced by the first only.
+    for round in 0..3 {
+        let reports = scan_all(stores.decisions.as_ref(), &config, &hooks).await.unwrap();
+        assert_eq!(reports.len(), 4, "two tenants × two metrics");
+        let detected: usize =
+            reports.iter().map(|r| r.events.iter().filter(|e| e.event == "drift_detected").count()).sum();
+        assert_eq!(detected, 1, "every scan sees the open episode (round {round})");
+        let names: Vec<&str> = reports.iter().flat_map(|r| r.events.iter().map(|e| e.event.as_str())).collect();
+        let expected = if round == 0 { "trigger_fired" } else { "drift_already_announced" };
+        assert!(names.contains(&expected), "round {round}: {names:?}");
+    }
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "the hook heard of the episode once");
+    // Back in control long enough to close the episode, then a drop: a new episode, announced.
+    for i in 70..100 {
+        let latency = if i < 85 { 300 + 20 * (i as u64 % 2) } else { 200 };
+        stores.decisions.record(&record(i, latency)).await.unwrap();
+    }
+    scan_all(stores.decisions.as_ref(), &config, &hooks).await.unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    scan_all(stores.decisions.as_ref(), &config, &hooks).await.unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+}

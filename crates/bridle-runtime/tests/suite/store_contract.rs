@@ -9,10 +9,12 @@
 //! do) in `store_contract/postgres.rs`.
 
 mod actions;
+mod feedback;
 mod postgres;
 mod sqlite;
 
 use actions::{auto_window_slides_per_tenant_and_resource, concurrent_auto_admissions_never_pass_the_limit};
+use feedback::{feedback_rates_decisions_of_its_own_tenant, models_move_stage_by_compare_and_set};
 
 use std::collections::BTreeMap;
 
@@ -108,6 +110,8 @@ contract!(
     concurrent_debits_never_pass_the_limit,
     auto_window_slides_per_tenant_and_resource,
     concurrent_auto_admissions_never_pass_the_limit,
+    feedback_rates_decisions_of_its_own_tenant,
+    models_move_stage_by_compare_and_set,
 );
 
 mod evidence;

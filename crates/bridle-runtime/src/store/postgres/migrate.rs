@@ -36,6 +36,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "auto_actions",
         sql: include_str!("../../../migrations/postgres/0004_auto_actions.sql"),
     },
+    Migration {
+        version: 5,
+        name: "feedback_models",
+        sql: include_str!("../../../migrations/postgres/0005_feedback_models.sql"),
+    },
 ];
 
 /// The advisory lock key that serializes migration runs (`bridle` as ASCII, an arbitrary

@@ -30,6 +30,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "auto_actions",
         sql: include_str!("../../../migrations/sqlite/0005_auto_actions.sql"),
     },
+    Migration {
+        version: 6,
+        name: "feedback_models",
+        sql: include_str!("../../../migrations/sqlite/0006_feedback_models.sql"),
+    },
 ];
 
 /// The SQL of every migration, oldest first (for a throwaway in-memory database opened by
