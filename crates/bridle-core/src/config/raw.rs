@@ -46,6 +46,7 @@ pub(super) struct RawConfig {
     pub audit: super::audit::RawAudit,
     #[serde(default)]
     pub workflows: super::workflows::RawWorkflows,
+    #[serde(default)]
     pub drift: super::drift::RawDrift,
 }
 
