@@ -4,8 +4,10 @@
 //! This module parses strings only; reading files is the caller's job through [`Files`].
 
 mod adapters;
+mod agents;
 mod audit;
 mod decisions;
+mod kill;
 mod raw;
 mod runtime;
 mod server;
@@ -27,6 +29,7 @@ pub use adapters::{
     ToolRoute, placeholders,
 };
 pub use audit::{AuditSettings, EvidenceMode};
+pub use kill::KillSwitchSettings;
 pub use runtime::{LlmSettings, RuntimeSettings, llm_from_toml};
 pub use server::ServerSettings;
 pub use validate::load;
@@ -138,6 +141,10 @@ pub struct Config {
     pub simulator: Option<Simulator>,
     /// Audit evidence and retention (`[audit]`).
     pub audit: AuditSettings,
+    /// Registered agents (`[[agents]]`); empty: calls name no agent.
+    pub agents: Arc<crate::agents::AgentRegistry>,
+    /// How long a gate may reuse a kill-switch read (`[kill_switch]`).
+    pub kill_switch: KillSwitchSettings,
 }
 
 /// A simulator of a system Bridle does not own, run in process.

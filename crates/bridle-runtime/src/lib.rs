@@ -19,6 +19,7 @@ pub mod drift;
 pub mod gate;
 pub mod graph;
 pub mod jobs;
+pub mod kill;
 pub mod lab;
 pub mod llm;
 pub mod notify;

@@ -13,7 +13,8 @@ pub mod sqlite;
 use std::sync::Arc;
 
 use bridle_core::ports::{
-    ActionLedger, ApprovalLedger, AuditLog, BudgetStore, DecisionLog, JobStore, RunFlags, StoreError,
+    ActionHistory, ActionLedger, ApprovalLedger, AuditLog, BudgetStore, DecisionLog, JobStore, KillSwitches, RunFlags,
+    StoreError,
 };
 
 pub use memory::MemoryStore;
@@ -37,6 +38,10 @@ pub struct Stores {
     pub run_flags: Arc<dyn RunFlags>,
     /// Automatic changes per resource (`[levels] auto_limit`).
     pub actions: Arc<dyn ActionLedger>,
+    /// The kill switches (gate step 2).
+    pub kills: Arc<dyn KillSwitches>,
+    /// Executed actions and their outcomes.
+    pub history: Arc<dyn ActionHistory>,
     /// The URL it was opened from (`memory` for the in-memory store), without any password.
     pub url: String,
 }
@@ -45,7 +50,16 @@ impl Stores {
     /// All ports from one backend value.
     pub fn from_backend<S>(backend: Arc<S>, url: &str) -> Self
     where
-        S: ApprovalLedger + JobStore + BudgetStore + AuditLog + DecisionLog + RunFlags + ActionLedger + 'static,
+        S: ApprovalLedger
+            + JobStore
+            + BudgetStore
+            + AuditLog
+            + DecisionLog
+            + RunFlags
+            + ActionLedger
+            + KillSwitches
+            + ActionHistory
+            + 'static,
     {
         Self {
             approvals: backend.clone(),
@@ -54,7 +68,9 @@ impl Stores {
             audit: backend.clone(),
             decisions: backend.clone(),
             run_flags: backend.clone(),
-            actions: backend,
+            actions: backend.clone(),
+            kills: backend.clone(),
+            history: backend,
             url: url.to_owned(),
         }
     }

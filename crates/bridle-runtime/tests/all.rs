@@ -13,6 +13,7 @@ mod suite {
     mod drift;
     mod fab;
     mod gate_matrix;
+    mod governance;
     mod graph;
     mod guard;
     mod guard_taint;

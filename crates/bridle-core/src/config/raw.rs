@@ -44,6 +44,10 @@ pub(super) struct RawConfig {
     pub fallback: Vec<super::decisions::RawFallbackRule>,
     #[serde(default)]
     pub audit: super::audit::RawAudit,
+    #[serde(default)]
+    pub agents: Vec<super::agents::RawAgent>,
+    #[serde(default)]
+    pub kill_switch: super::kill::RawKillSwitch,
 }
 
 /// `[guard]`: channel limits and sensitive terms; every field optional.

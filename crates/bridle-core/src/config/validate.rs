@@ -123,6 +123,8 @@ pub fn load(text: &str, files: &dyn Files) -> Result<Config, ConfigErrors> {
         }
     };
 
+    let agents = super::agents::agent_registry(&raw.agents, &registry, files, &mut errors);
+    let kill_switch = super::kill::kill_switch_settings(&raw.kill_switch, &mut errors);
     let policy = load_policy(&raw.policy, &registry, files, &mut errors);
 
     match policy {
@@ -146,6 +148,8 @@ pub fn load(text: &str, files: &dyn Files) -> Result<Config, ConfigErrors> {
             fallback,
             simulator,
             audit,
+            agents: Arc::new(agents),
+            kill_switch,
         }),
         _ => Err(ConfigErrors(errors.0)),
     }

@@ -27,6 +27,7 @@ mod audit;
 mod auto_actions;
 mod budgets;
 mod decisions;
+mod governance;
 mod jobs;
 pub(crate) mod migrate;
 mod run_flags;

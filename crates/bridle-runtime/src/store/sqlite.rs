@@ -15,6 +15,7 @@ mod audit;
 pub(crate) mod auto_actions;
 mod budgets;
 mod decisions;
+mod governance;
 mod jobs;
 pub(crate) mod migrate;
 mod run_flags;
