@@ -8,6 +8,7 @@ pub mod demo;
 pub mod drift;
 pub mod guard;
 pub mod jobs;
+pub mod kill;
 pub mod lab;
 pub mod mcp;
 pub mod observability;

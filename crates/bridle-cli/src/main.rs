@@ -161,6 +161,31 @@ enum Command {
         #[command(subcommand)]
         command: JobsCommand,
     },
+    /// The kill switch: from now on every gate call in the scope (`--all`, `--tenant T`,
+    /// `--agent A`, or a tenant and an agent) is rejected with `killed`, on every replica sharing
+    /// the store; runs in scope are asked to stop. Prints the unfinished work (pending
+    /// approvals, jobs not final, paused runs). `--lift` turns the switch of exactly that scope
+    /// off. Both are audited.
+    Kill {
+        /// Every tenant and agent.
+        #[arg(long, conflicts_with_all = ["tenant", "agent"])]
+        all: bool,
+        /// One tenant.
+        #[arg(long)]
+        tenant: Option<String>,
+        /// One registered agent (in every tenant, or in `--tenant`).
+        #[arg(long)]
+        agent: Option<String>,
+        /// Why (recorded with the switch and in the audit log).
+        #[arg(long)]
+        reason: String,
+        /// Who sets it (recorded; default: `cli`).
+        #[arg(long, default_value = "cli")]
+        by: String,
+        /// Lift the switch of exactly this scope instead.
+        #[arg(long)]
+        lift: bool,
+    },
     /// Development tokens.
     Token {
         #[command(subcommand)]
@@ -538,6 +563,20 @@ fn main() -> ExitCode {
             }
             Command::Jobs { command: JobsCommand::Reconcile { grace } } => {
                 commands::jobs::reconcile(cli.config.as_deref(), cli.db.as_deref(), grace, cli.json).await
+            }
+            Command::Kill { all, tenant, agent, reason, by, lift } => {
+                commands::kill::run(&commands::kill::Args {
+                    config: cli.config.as_deref(),
+                    db: cli.db.as_deref(),
+                    json: cli.json,
+                    all: *all,
+                    tenant: tenant.as_deref(),
+                    agent: agent.as_deref(),
+                    reason,
+                    by,
+                    lift: *lift,
+                })
+                .await
             }
             Command::Token { command: TokenCommand::Issue { subject, tenant, services, scopes, ttl } } => {
                 let args = commands::token::IssueArgs { subject, tenant, services, scopes, ttl };

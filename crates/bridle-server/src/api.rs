@@ -7,6 +7,7 @@ pub mod audit;
 pub mod calls;
 pub mod check;
 pub mod guard;
+pub mod kill;
 pub mod runs;
 pub mod tools;
 
@@ -40,6 +41,8 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .route("/v1/runs/{id}/events", get(runs::events))
         .route("/v1/runs/{id}/resume", post(runs::resume))
         .route("/v1/decisions", get(runs::decisions))
+        .route("/v1/kill", post(kill::set).get(kill::list))
+        .route("/v1/kill/lift", post(kill::lift))
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate))
 }
 
