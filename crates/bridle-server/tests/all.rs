@@ -6,6 +6,7 @@ mod suite {
     mod approvals;
     mod auth;
     mod keys;
+    mod kill;
     mod limits;
     mod mcp;
     mod metrics;
