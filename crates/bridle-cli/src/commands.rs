@@ -13,6 +13,7 @@ pub mod lab;
 pub mod mcp;
 pub mod observability;
 pub mod out;
+pub mod outcome;
 pub mod replay;
 pub mod serve;
 pub mod token;

@@ -7,6 +7,7 @@ mod adapters;
 mod agents;
 mod audit;
 mod decisions;
+mod history;
 mod kill;
 mod raw;
 mod runtime;
@@ -145,6 +146,8 @@ pub struct Config {
     pub agents: Arc<crate::agents::AgentRegistry>,
     /// How long a gate may reuse a kill-switch read (`[kill_switch]`).
     pub kill_switch: KillSwitchSettings,
+    /// How the action history weighs on proposals (`[history]`).
+    pub history: crate::history::HistorySettings,
 }
 
 /// A simulator of a system Bridle does not own, run in process.

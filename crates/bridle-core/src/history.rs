@@ -115,6 +115,16 @@ impl ActionRecord {
     }
 }
 
+/// Which history a proposal is judged against: the diagnosis it answers and the class of the
+/// equipment it acts on (the tool is the call's own).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct HistoryKey {
+    /// The diagnosis (the chosen cause).
+    pub diagnosis: String,
+    /// The equipment class.
+    pub equipment_class: String,
+}
+
 /// `[history]` settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HistorySettings {

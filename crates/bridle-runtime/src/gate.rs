@@ -8,6 +8,7 @@
 mod auto_limit;
 mod binding;
 mod execute;
+mod history;
 pub(crate) mod output;
 pub(crate) mod run_state;
 pub(crate) mod state_rules;
@@ -372,6 +373,7 @@ impl Gate {
         let taint = self.run_taint(principal, run, &tool).await?;
         let mut level =
             level::decide_in_run(&self.config.levels, &tool, &req.arguments, &req.signals, taint.as_deref());
+        t.approval_context = history::check(self, principal, &tool, &req.signals, &mut level, t.now).await?;
         auto_limit::check(self, principal, &tool, &req.arguments, req.dry_run, &mut level, t.now).await?;
         t.level = Some(level.level);
         if tool.mode == Mode::Read && level.level == ApprovalLevel::Auto {
@@ -394,7 +396,11 @@ impl Gate {
             return Ok((Verdict::DryRun { would_reject: None }, Decision::DryRun));
         }
         // 10. execute, 11. output
-        execute::change(self, &proposal, run, consume, t).await
+        let done = execute::change(self, &proposal, run, consume, t).await?;
+        if let (Verdict::Ok { .. }, Some(job_id)) = (&done.0, &t.job_id) {
+            history::record(self, principal, &tool, &req.arguments, &req.signals, job_id, t.now).await?;
+        }
+        Ok(done)
     }
 
     /// Where the run's untrusted content came from, if it took any in: the caller's flag

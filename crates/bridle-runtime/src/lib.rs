@@ -18,6 +18,7 @@ pub mod demo_fab;
 pub mod drift;
 pub mod gate;
 pub mod graph;
+pub mod history;
 pub mod jobs;
 pub mod kill;
 pub mod lab;

@@ -48,6 +48,8 @@ pub(super) struct RawConfig {
     pub agents: Vec<super::agents::RawAgent>,
     #[serde(default)]
     pub kill_switch: super::kill::RawKillSwitch,
+    #[serde(default)]
+    pub history: super::history::RawHistory,
 }
 
 /// `[guard]`: channel limits and sensitive terms; every field optional.

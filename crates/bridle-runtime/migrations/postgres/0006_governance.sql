@@ -12,6 +12,9 @@ ALTER TABLE decisions ADD COLUMN IF NOT EXISTS prompt_hash TEXT;
 ALTER TABLE decisions ADD COLUMN IF NOT EXISTS tool_schema_hash TEXT;
 ALTER TABLE decisions ADD COLUMN IF NOT EXISTS policy_version TEXT;
 
+-- What the approver is shown beside the plan (JSON; today the action's history).
+ALTER TABLE approvals ADD COLUMN IF NOT EXISTS context TEXT;
+
 -- Kill switches that are on: one row per exact scope; '' means "every tenant" / "every agent".
 -- Lifting deletes the row (the audit log keeps the history).
 CREATE TABLE IF NOT EXISTS kill_switches (

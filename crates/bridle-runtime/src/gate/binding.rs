@@ -91,7 +91,7 @@ pub(super) async fn bind(gate: &Gate, p: &Proposal<'_>, t: &mut Trace) -> Result
         return Err(Rejection::new(missing, "no approval exists for this plan (a real call would request one)").into());
     }
     let id = uuid::Uuid::now_v7().to_string();
-    let request = ApprovalRequest::new(
+    let mut request = ApprovalRequest::new(
         id.clone(),
         plan.clone(),
         plan_hash.clone(),
@@ -99,6 +99,7 @@ pub(super) async fn bind(gate: &Gate, p: &Proposal<'_>, t: &mut Trace) -> Result
         now,
         now + gate.config.approval_ttl,
     );
+    request.context.clone_from(&t.approval_context);
     ledger.create_request(&request).await?;
     gate.stores.audit.append(vec![requested_event(&request, gate.config.policy.version(), t, tool)]).await?;
     crate::approvals::announce(gate, &request);

@@ -30,6 +30,8 @@ pub(crate) struct Trace {
     pub output: Option<OutputReport>,
     /// Agent, model, prompt and tool-schema versions of the call.
     pub versions: Versions,
+    /// What an approval request created for this call shows the approver (the action history).
+    pub approval_context: Option<serde_json::Value>,
 }
 
 impl Trace {
@@ -51,6 +53,7 @@ impl Trace {
             idempotent_replay: false,
             output: None,
             versions,
+            approval_context: None,
         }
     }
 

@@ -79,6 +79,7 @@ pub(crate) fn approval(row: &impl Columns) -> StoreResult<ApprovalRequest> {
         created_at: from_nanos(&what("created_at"), row.int("created_at")?)?,
         expires_at: from_nanos(&what("expires_at"), row.int("expires_at")?)?,
         consumed_by: row.opt_text("consumed_by")?,
+        context: row.opt_text("context")?.map(|c| from_json::<Value>(&what("context"), &c)).transpose()?,
         id,
     })
 }
