@@ -78,11 +78,9 @@ impl AgentDenial {
         match self {
             Self::NotRegistered { agent } => format!("agent `{agent}` is not registered"),
             Self::ToolNotAllowed { agent, tool } => format!("agent `{agent}` may not call `{tool}`"),
-            Self::AboveRiskCeiling { agent, tool, risk, ceiling } => format!(
-                "`{tool}` is `{}` risk, above agent `{agent}`'s ceiling `{}`",
-                risk.as_str(),
-                ceiling.as_str()
-            ),
+            Self::AboveRiskCeiling { agent, tool, risk, ceiling } => {
+                format!("`{tool}` is `{}` risk, above agent `{agent}`'s ceiling `{}`", risk.as_str(), ceiling.as_str())
+            }
         }
     }
 }
@@ -118,10 +116,8 @@ impl AgentRegistry {
     /// `Ok(Some(entry))` when the agent may call `tool`, else the denial.
     pub fn check(&self, agent: Option<&str>, tool: &ToolContract) -> Result<Option<&AgentEntry>, AgentDenial> {
         let Some(id) = agent else { return Ok(None) };
-        let entry = self
-            .agents
-            .get(id)
-            .ok_or_else(|| AgentDenial::NotRegistered { agent: crate::verdict::clip(id, 64) })?;
+        let entry =
+            self.agents.get(id).ok_or_else(|| AgentDenial::NotRegistered { agent: crate::verdict::clip(id, 64) })?;
         if !entry.tools.contains(&tool.name) {
             return Err(AgentDenial::ToolNotAllowed { agent: entry.id.clone(), tool: tool.name.clone() });
         }

@@ -68,8 +68,11 @@ impl DecisionRecord {
             "timestamp": timestamp,
         });
         if let Value::Object(m) = &mut seed {
-            let versions =
-                [("prompt_hash", &self.prompt_hash), ("tool_schema_hash", &self.tool_schema_hash), ("policy_version", &self.policy_version)];
+            let versions = [
+                ("prompt_hash", &self.prompt_hash),
+                ("tool_schema_hash", &self.tool_schema_hash),
+                ("policy_version", &self.policy_version),
+            ];
             for (field, value) in versions {
                 if let Some(v) = value {
                     m.insert(field.to_owned(), Value::String(v.clone()));

@@ -163,8 +163,9 @@ impl Assessment {
 pub fn assess(records: &[ActionRecord], settings: &HistorySettings, now: OffsetDateTime) -> Assessment {
     let since = now - settings.failure_window;
     let recent = records.iter().filter(|r| r.executed_at >= since);
-    let mut failures: Vec<ActionRecord> = recent.clone().filter(|r| r.outcome() == Some(Outcome::Failure)).cloned().collect();
-    failures.sort_by(|a, b| b.executed_at.cmp(&a.executed_at));
+    let mut failures: Vec<ActionRecord> =
+        recent.clone().filter(|r| r.outcome() == Some(Outcome::Failure)).cloned().collect();
+    failures.sort_by_key(|r| std::cmp::Reverse(r.executed_at));
     let successes = recent.filter(|r| r.outcome() == Some(Outcome::Success)).count();
     let successes = u64::try_from(successes).unwrap_or(u64::MAX);
     let auto_eligible =

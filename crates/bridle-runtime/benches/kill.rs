@@ -11,9 +11,9 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bridle_core::RunContext;
 use bridle_core::kill::{KillScope, KillSwitch};
 use bridle_core::ports::SystemClock;
-use bridle_core::RunContext;
 use bridle_runtime::adapter::MemoryAdapter;
 use bridle_runtime::gate::{CallRequest, Gate};
 use bridle_runtime::store::Stores;

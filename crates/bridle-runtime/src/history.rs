@@ -10,7 +10,12 @@ use crate::gate::Gate;
 
 /// Rates the action of `job_id` in `tenant`; `None` when no such action was recorded (nothing
 /// is audited then).
-pub async fn rate(gate: &Gate, tenant: &str, job_id: &str, rating: &Rating) -> Result<Option<ActionRecord>, StoreError> {
+pub async fn rate(
+    gate: &Gate,
+    tenant: &str,
+    job_id: &str,
+    rating: &Rating,
+) -> Result<Option<ActionRecord>, StoreError> {
     let Some(action) = gate.stores().history.rate_action(tenant, job_id, rating).await? else { return Ok(None) };
     let record = AuditRecord {
         kind: EventKind::ActionOutcome,

@@ -50,10 +50,13 @@ pub struct KillReport {
     pub unfinished: Unfinished,
 }
 
+/// A live run: the agents its calls are made for, and its cancel token (weak).
+type LiveRun = (Vec<String>, WeakCancelToken);
+
 /// Runs this process drives, by thread id, with their cancel tokens.
 #[derive(Debug, Clone, Default)]
 pub struct LiveRuns {
-    runs: Arc<Mutex<HashMap<String, (Vec<String>, WeakCancelToken)>>>,
+    runs: Arc<Mutex<HashMap<String, LiveRun>>>,
 }
 
 impl LiveRuns {
@@ -77,9 +80,9 @@ impl LiveRuns {
             let tenant = thread.split('/').next().unwrap_or_default();
             // Covered when the switch covers the run's tenant with no agent named, or names one
             // of the run's agents.
-            let covered = switches.iter().any(|s| {
-                s.scope.covers(tenant, None) || agents.iter().any(|a| s.scope.covers(tenant, Some(a)))
-            });
+            let covered = switches
+                .iter()
+                .any(|s| s.scope.covers(tenant, None) || agents.iter().any(|a| s.scope.covers(tenant, Some(a))));
             if covered && !token.is_requested() {
                 token.cancel();
                 asked.push(thread.clone());

@@ -78,7 +78,14 @@ fn print(report: &KillReport, lift: bool, as_json: bool) -> anyhow::Result<()> {
     let u = &report.unfinished;
     out::line(&format!("pending approvals: {}", u.pending_approvals.len()))?;
     for a in &u.pending_approvals {
-        out::line(&format!("  {}\t{}\t{}\t{}\trequested by {}", a.id, a.tenant, a.plan.tool, a.level.as_str(), a.requester))?;
+        out::line(&format!(
+            "  {}\t{}\t{}\t{}\trequested by {}",
+            a.id,
+            a.tenant,
+            a.plan.tool,
+            a.level.as_str(),
+            a.requester
+        ))?;
     }
     out::line(&format!("jobs not final: {}", u.jobs.len()))?;
     for j in &u.jobs {

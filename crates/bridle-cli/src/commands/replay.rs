@@ -193,7 +193,12 @@ pub async fn run(args: Args<'_>) -> anyhow::Result<ExitCode> {
     if !args.json {
         for c in &verdict.changes {
             let agent = c.agent.as_deref().map(|a| format!(" of `{a}`")).unwrap_or_default();
-            super::out::line(&format!("  {}{agent} changed: recorded {} → now {}", c.what, c.recorded.join(", "), c.current))?;
+            super::out::line(&format!(
+                "  {}{agent} changed: recorded {} → now {}",
+                c.what,
+                c.recorded.join(", "),
+                c.current
+            ))?;
         }
     }
     let summary = if verdict.total == 0 {

@@ -112,7 +112,8 @@ fn kill_sets_and_lifts_a_switch_and_lists_unfinished_work() {
     for line in ["pending approvals: 0", "jobs not final: 0", "paused or interrupted runs: 0"] {
         assert!(stdout.contains(line), "{line} in {stdout}");
     }
-    let out = bridle(&["kill", "--tenant", "tenant-a", "--reason", "fixed", "--lift", "--db", &db, "--json"], dir.path());
+    let out =
+        bridle(&["kill", "--tenant", "tenant-a", "--reason", "fixed", "--lift", "--db", &db, "--json"], dir.path());
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!((v["action"].as_str(), v["report"]["changed"].as_bool()), (Some("lifted"), Some(true)));
     // No scope, or --all with another scope: refused.

@@ -41,7 +41,12 @@ pub(super) struct RawAgent {
     risk_ceiling: RiskTier,
 }
 
-pub(super) fn agent_registry(raw: &[RawAgent], tools: &Registry, files: &dyn Files, errors: &mut Errors) -> AgentRegistry {
+pub(super) fn agent_registry(
+    raw: &[RawAgent],
+    tools: &Registry,
+    files: &dyn Files,
+    errors: &mut Errors,
+) -> AgentRegistry {
     let mut seen = BTreeSet::new();
     let mut agents = Vec::new();
     for (i, a) in raw.iter().enumerate() {
@@ -80,7 +85,7 @@ pub(super) fn agent_registry(raw: &[RawAgent], tools: &Registry, files: &dyn Fil
                 }
             },
             _ => {
-                errors.push(format!("{at}"), "set exactly one of `prompt` and `prompt_file`");
+                errors.push(at.clone(), "set exactly one of `prompt` and `prompt_file`");
                 None
             }
         };

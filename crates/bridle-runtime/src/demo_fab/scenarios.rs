@@ -292,7 +292,11 @@ async fn history_escalates_failed_action(fx: &Fixture) -> Check {
         gate.grant(&fx.approver, &id).await.map_err(|e| format!("grant: {e:?}"))?;
         first = gate.call(&fx.requester, &run, &call.clone().with_approval(&id)).await.map_err(gate_err)?;
     }
-    let job = first.job_id.clone().filter(|_| first.result().is_some()).ok_or_else(|| format!("first call: {:?}", first.code()))?;
+    let job = first
+        .job_id
+        .clone()
+        .filter(|_| first.result().is_some())
+        .ok_or_else(|| format!("first call: {:?}", first.code()))?;
     let rating = bridle_core::history::Rating {
         outcome: bridle_core::history::Outcome::Failure,
         source: bridle_core::history::OutcomeSource::Operator,
@@ -315,7 +319,8 @@ async fn history_escalates_failed_action(fx: &Fixture) -> Check {
         .map_err(|e| format!("ledger: {e}"))?
         .ok_or("no approval request")?;
     let failures = request.context.as_ref().and_then(|c| c.pointer("/history/failures")).and_then(Value::as_array);
-    ensure(failures.is_some_and(|f| f.len() == 1 && f.first().and_then(|x| x.get("job_id")) == Some(&json!(job))), || {
-        format!("approval context {:?}", request.context)
-    })
+    ensure(
+        failures.is_some_and(|f| f.len() == 1 && f.first().and_then(|x| x.get("job_id")) == Some(&json!(job))),
+        || format!("approval context {:?}", request.context),
+    )
 }

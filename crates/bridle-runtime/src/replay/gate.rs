@@ -50,7 +50,11 @@ impl GateVerdict {
                 None => c.what.to_owned(),
             })
             .collect();
-        let changed = if changed.is_empty() { "no version changed".to_owned() } else { format!("changed: {}", changed.join(", ")) };
+        let changed = if changed.is_empty() {
+            "no version changed".to_owned()
+        } else {
+            format!("changed: {}", changed.join(", "))
+        };
         format!(
             "release gate {}: agreement {:.1}% on {} recorded decisions, threshold {:.1}% ({changed})",
             if self.passed { "passed" } else { "FAILED" },
@@ -97,7 +101,11 @@ pub fn judge(
         }
     }
     let config_wide = [
-        ("tool_schema", config.registry.schema_hash().to_owned(), distinct(records.iter().map(|r| r.tool_schema_hash.as_deref()))),
+        (
+            "tool_schema",
+            config.registry.schema_hash().to_owned(),
+            distinct(records.iter().map(|r| r.tool_schema_hash.as_deref())),
+        ),
         ("policy", config.policy.version().to_owned(), distinct(records.iter().map(|r| r.policy_version.as_deref()))),
     ];
     for (what, current, recorded) in config_wide {
@@ -106,7 +114,13 @@ pub fn judge(
         }
     }
     let agreement = report.rate();
-    GateVerdict { passed: report.total > 0 && agreement >= threshold, agreement, threshold, total: report.total, changes }
+    GateVerdict {
+        passed: report.total > 0 && agreement >= threshold,
+        agreement,
+        threshold,
+        total: report.total,
+        changes,
+    }
 }
 
 fn distinct<'a>(values: impl Iterator<Item = Option<&'a str>>) -> Vec<String> {

@@ -191,7 +191,8 @@ pub(crate) fn audit_event(row: &impl Columns) -> StoreResult<AuditEvent> {
 /// stands for "every").
 pub(crate) fn kill_switch(row: &impl Columns) -> StoreResult<bridle_core::kill::KillSwitch> {
     let any = |s: String| if s.is_empty() { None } else { Some(s) };
-    let scope = bridle_core::kill::KillScope { tenant: any(row.text("scope_tenant")?), agent: any(row.text("scope_agent")?) };
+    let scope =
+        bridle_core::kill::KillScope { tenant: any(row.text("scope_tenant")?), agent: any(row.text("scope_agent")?) };
     Ok(bridle_core::kill::KillSwitch {
         reason: row.text("reason")?,
         set_by: row.text("set_by")?,

@@ -53,7 +53,8 @@ async fn every_event_carries_agent_model_prompt_tool_schema_and_policy_versions(
     let agent = h.config.agents.get("incident-responder").unwrap().clone();
     h.gate.call(&requester, &run(), &snapshot().for_agent("incident-responder")).await.unwrap();
     // A change: a tool call event and its approval request, both versioned.
-    let change = CallRequest::new("scale_replicas", json!({"service": "checkout", "replicas": 3, "resource_version": 7}));
+    let change =
+        CallRequest::new("scale_replicas", json!({"service": "checkout", "replicas": 3, "resource_version": 7}));
     let out = h.gate.call(&requester, &run(), &change.for_agent("incident-responder")).await.unwrap();
     assert_eq!(out.code(), Some(Code::ApprovalRequired));
     h.gate.call(&requester, &run(), &snapshot()).await.unwrap();
@@ -108,7 +109,8 @@ async fn kill_holds_across_replicas(a: Runtime, b: Runtime) {
     let r = RunContext::new("run-kill", "inc-9");
     assert!(matches!(b.gate.call(&requester, &r, &snapshot()).await.unwrap().verdict, Verdict::Ok { .. }));
     // Unfinished work: a pending approval, and a run of `a` in flight.
-    let change = CallRequest::new("scale_replicas", json!({"service": "checkout", "replicas": 3, "resource_version": 7}));
+    let change =
+        CallRequest::new("scale_replicas", json!({"service": "checkout", "replicas": 3, "resource_version": 7}));
     assert_eq!(b.gate.call(&requester, &r, &change).await.unwrap().code(), Some(Code::ApprovalRequired));
     let config = a.run_config_for("tenant-a/run-live", &["incident-responder"]);
     let other = a.run_config_for("tenant-b/run-live", &[]);

@@ -545,7 +545,7 @@ fn record(tenant: &str, i: u64) -> AuditRecord {
             agent_id: odd.then(|| "advisor".into()),
             model: odd.then(|| "m-1".into()),
             prompt_hash: (i % 3 == 2).then(|| format!("{i:064x}")),
-            tool_schema_hash: (i % 4 != 0).then(|| "tools-1".into()),
+            tool_schema_hash: (!i.is_multiple_of(4)).then(|| "tools-1".into()),
         },
     }
 }

@@ -60,7 +60,11 @@ pub fn diagnostician(template: Option<&str>) -> AgentSpec {
 /// prompt template when there is one (`{actions}` replaced by the list).
 pub fn advisor(actions: &[(String, String)], template: Option<&str>) -> AgentSpec {
     let list: Vec<String> = actions.iter().map(|(name, what)| format!("- {name}: {what}")).collect();
-    AgentSpec::new(ADVISOR, template.unwrap_or(ADVISOR_PROMPT).replace("{actions}", &list.join("\n")), advisor_output_schema())
+    AgentSpec::new(
+        ADVISOR,
+        template.unwrap_or(ADVISOR_PROMPT).replace("{actions}", &list.join("\n")),
+        advisor_output_schema(),
+    )
 }
 
 /// What the harness checked about one agent call.

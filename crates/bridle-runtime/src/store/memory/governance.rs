@@ -69,7 +69,7 @@ impl ActionHistory for MemoryStore {
             })
             .cloned()
             .collect();
-        out.sort_by(|a, b| b.executed_at.cmp(&a.executed_at));
+        out.sort_by_key(|a| std::cmp::Reverse(a.executed_at));
         Ok(out)
     }
 }

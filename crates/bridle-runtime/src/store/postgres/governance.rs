@@ -23,14 +23,13 @@ impl KillSwitches for PostgresStore {
         let at = to_nanos("kill switch set_at", switch.set_at)?;
         // Whether it was on before: read first (a concurrent set of the same scope may both
         // report `true`; the switch is on either way).
-        let existed: Option<String> = sqlx::query_scalar(
-            "SELECT reason FROM kill_switches WHERE scope_tenant = $1 AND scope_agent = $2",
-        )
-        .bind(tenant)
-        .bind(agent)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(db_err)?;
+        let existed: Option<String> =
+            sqlx::query_scalar("SELECT reason FROM kill_switches WHERE scope_tenant = $1 AND scope_agent = $2")
+                .bind(tenant)
+                .bind(agent)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_err)?;
         sqlx::query(
             "INSERT INTO kill_switches (scope_tenant, scope_agent, reason, set_by, set_at)
              VALUES ($1, $2, $3, $4, $5)
@@ -50,9 +49,8 @@ impl KillSwitches for PostgresStore {
 
     async fn lift_kill(&self, scope: &KillScope) -> StoreResult<Option<KillSwitch>> {
         let (tenant, agent) = scope_columns(scope);
-        let sql = format!(
-            "DELETE FROM kill_switches WHERE scope_tenant = $1 AND scope_agent = $2 RETURNING {KILL_COLUMNS}"
-        );
+        let sql =
+            format!("DELETE FROM kill_switches WHERE scope_tenant = $1 AND scope_agent = $2 RETURNING {KILL_COLUMNS}");
         let row = sqlx::query(&sql).bind(tenant).bind(agent).fetch_optional(&self.pool).await.map_err(db_err)?;
         row.as_ref().map(kill_switch).transpose()
     }

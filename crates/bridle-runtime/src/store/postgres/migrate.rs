@@ -36,11 +36,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "auto_actions",
         sql: include_str!("../../../migrations/postgres/0004_auto_actions.sql"),
     },
-    Migration {
-        version: 6,
-        name: "governance",
-        sql: include_str!("../../../migrations/postgres/0006_governance.sql"),
-    },
+    Migration { version: 6, name: "governance", sql: include_str!("../../../migrations/postgres/0006_governance.sql") },
 ];
 
 /// The advisory lock key that serializes migration runs (`bridle` as ASCII, an arbitrary

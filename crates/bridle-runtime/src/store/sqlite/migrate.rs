@@ -30,11 +30,7 @@ const MIGRATIONS: &[Migration] = &[
         name: "auto_actions",
         sql: include_str!("../../../migrations/sqlite/0005_auto_actions.sql"),
     },
-    Migration {
-        version: 7,
-        name: "governance",
-        sql: include_str!("../../../migrations/sqlite/0007_governance.sql"),
-    },
+    Migration { version: 7, name: "governance", sql: include_str!("../../../migrations/sqlite/0007_governance.sql") },
 ];
 
 /// The SQL of every migration, oldest first (for a throwaway in-memory database opened by
