@@ -112,6 +112,11 @@ enum Command {
         /// Write FILE.json and FILE.html.
         #[arg(long)]
         report: Option<PathBuf>,
+        /// Release gate: exit 1 when agreement on the recorded set is below THRESHOLD (0–1,
+        /// e.g. 0.95), naming which of model, prompt, tool schema and policy changed since the
+        /// records were made.
+        #[arg(long, value_name = "THRESHOLD", conflicts_with_all = ["ab", "run"])]
+        gate: Option<f64>,
     },
     /// Watch the decision log for drift: a two-sided CUSUM per metric and key; prints each
     /// series' baseline, sums, status and alarms. Critical alarms fire the given hooks.
@@ -196,6 +201,49 @@ enum Command {
     Jobs {
         #[command(subcommand)]
         command: JobsCommand,
+    },
+    /// The kill switch: from now on every gate call in the scope (`--all`, `--tenant T`,
+    /// `--agent A`, or a tenant and an agent) is rejected with `killed`, on every replica sharing
+    /// the store; runs in scope are asked to stop. Prints the unfinished work (pending
+    /// approvals, jobs not final, paused runs). `--lift` turns the switch of exactly that scope
+    /// off. Both are audited.
+    Kill {
+        /// Every tenant and agent.
+        #[arg(long, conflicts_with_all = ["tenant", "agent"])]
+        all: bool,
+        /// One tenant.
+        #[arg(long)]
+        tenant: Option<String>,
+        /// One registered agent (in every tenant, or in `--tenant`).
+        #[arg(long)]
+        agent: Option<String>,
+        /// Why (recorded with the switch and in the audit log).
+        #[arg(long)]
+        reason: String,
+        /// Who sets it (recorded; default: `cli`).
+        #[arg(long, default_value = "cli")]
+        by: String,
+        /// Lift the switch of exactly this scope instead.
+        #[arg(long)]
+        lift: bool,
+    },
+    /// Rate an executed action (by job id) a success or a failure: the action history the gate
+    /// weighs the same action for the same diagnosis on the same equipment class against.
+    Outcome {
+        /// Tenant of the job.
+        #[arg(long)]
+        tenant: String,
+        /// The job that executed the action.
+        job: String,
+        /// It failed (default: it succeeded).
+        #[arg(long)]
+        failure: bool,
+        /// What was observed.
+        #[arg(long)]
+        note: Option<String>,
+        /// Who rates it (recorded; default: `cli`).
+        #[arg(long, default_value = "cli")]
+        by: String,
     },
     /// Development tokens.
     Token {
@@ -636,7 +684,7 @@ fn main() -> ExitCode {
                 commands::guard::mask(cli.config.as_deref(), file.as_deref(), *jsonl, rules.as_deref())
             }
             Command::Guard { command: GuardCommand::Eval { files } } => commands::guard::eval(files, cli.json),
-            Command::Replay { tenant, model, ab, run, filters, limit, tolerance, report } => {
+            Command::Replay { tenant, model, ab, run, filters, limit, tolerance, report, gate } => {
                 let ab = ab.as_deref().and_then(|v| match v {
                     [a, b] => Some((a.as_path(), b.as_path())),
                     _ => None,
@@ -653,6 +701,7 @@ fn main() -> ExitCode {
                     limit: *limit,
                     tolerance: *tolerance,
                     report: report.as_deref(),
+                    gate: *gate,
                 })
                 .await
             }
@@ -744,6 +793,33 @@ fn main() -> ExitCode {
             }
             Command::Jobs { command: JobsCommand::Reconcile { grace } } => {
                 commands::jobs::reconcile(cli.config.as_deref(), cli.db.as_deref(), grace, cli.json).await
+            }
+            Command::Outcome { tenant, job, failure, note, by } => {
+                commands::outcome::run(&commands::outcome::Args {
+                    config: cli.config.as_deref(),
+                    db: cli.db.as_deref(),
+                    json: cli.json,
+                    tenant,
+                    job,
+                    failure: *failure,
+                    note: note.as_deref(),
+                    by,
+                })
+                .await
+            }
+            Command::Kill { all, tenant, agent, reason, by, lift } => {
+                commands::kill::run(&commands::kill::Args {
+                    config: cli.config.as_deref(),
+                    db: cli.db.as_deref(),
+                    json: cli.json,
+                    all: *all,
+                    tenant: tenant.as_deref(),
+                    agent: agent.as_deref(),
+                    reason,
+                    by,
+                    lift: *lift,
+                })
+                .await
             }
             Command::Token { command: TokenCommand::Issue { subject, tenant, services, scopes, ttl } } => {
                 let args = commands::token::IssueArgs { subject, tenant, services, scopes, ttl };

@@ -95,6 +95,10 @@ pub struct ApprovalRequest {
     pub expires_at: OffsetDateTime,
     /// Job that consumed it.
     pub consumed_by: Option<String>,
+    /// What the approver is shown beside the plan: `{"history": {failures, successes}}` when
+    /// the action failed before for the same diagnosis on the same equipment class.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<serde_json::Value>,
 }
 
 impl ApprovalRequest {
@@ -120,6 +124,7 @@ impl ApprovalRequest {
             created_at: now,
             expires_at,
             consumed_by: None,
+            context: None,
         }
     }
 

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 
+pub use crate::agents::Versions;
 use crate::plan::canonical_value_bytes;
 
 /// The hash before a tenant's first event.
@@ -46,6 +47,13 @@ pub enum EventKind {
     /// id; tool: the model's name; plan hash: the model file's SHA-256; reason: stages and
     /// agreement).
     ModelPromoted,
+    /// A kill switch was turned on (call id: the scope in words; reason: why).
+    KillSwitchSet,
+    /// A kill switch was lifted.
+    KillSwitchLifted,
+    /// An executed action got its outcome (an operator's rating or an observation; call id:
+    /// the job id).
+    ActionOutcome,
 }
 
 impl EventKind {
@@ -61,6 +69,9 @@ impl EventKind {
             Self::ChatBlocked => "chat_blocked",
             Self::ChatStopped => "chat_stopped",
             Self::ModelPromoted => "model_promoted",
+            Self::KillSwitchSet => "kill_switch_set",
+            Self::KillSwitchLifted => "kill_switch_lifted",
+            Self::ActionOutcome => "action_outcome",
         }
     }
 }
@@ -128,6 +139,10 @@ pub struct AuditRecord {
     pub reason: Option<String>,
     /// Timings.
     pub timings: Timings,
+    /// Agent, model, prompt and tool-schema versions (absent on events written before they
+    /// existed, which therefore hash as they did).
+    #[serde(flatten, default)]
+    pub versions: Versions,
 }
 
 /// A stored event: its body, its place in the tenant's chain and its hash.
@@ -318,6 +333,7 @@ mod tests {
             code: Some("policy_denied".into()),
             reason: None,
             timings: Timings::default(),
+            versions: Versions::default(),
         }
     }
 
@@ -360,6 +376,21 @@ mod tests {
             out.push(AuditEvent::chain(r, prev));
         }
         out
+    }
+
+    #[test]
+    fn versions_are_hashed_only_when_present() {
+        let old = chain(1);
+        let mut r = record(0);
+        r.versions = Versions::default();
+        assert_eq!(AuditEvent::chain(r.clone(), None).hash, old[0].hash);
+        r.versions.prompt_hash = Some("abc".into());
+        let new = AuditEvent::chain(r, None);
+        assert_ne!(new.hash, old[0].hash);
+        let mut edited = new.clone();
+        edited.record.versions.prompt_hash = Some("abd".into());
+        assert_eq!(verify_chain("tenant-a", [&new]), Ok(1));
+        assert!(verify_chain("tenant-a", [&edited]).is_err());
     }
 
     #[test]

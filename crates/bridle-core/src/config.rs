@@ -4,9 +4,12 @@
 //! This module parses strings only; reading files is the caller's job through [`Files`].
 
 mod adapters;
+mod agents;
 mod audit;
 mod decisions;
 mod drift;
+mod history;
+mod kill;
 mod raw;
 mod runtime;
 mod server;
@@ -30,6 +33,7 @@ pub use adapters::{
 };
 pub use audit::{AuditSettings, EvidenceMode};
 pub use drift::DriftSettings;
+pub use kill::KillSwitchSettings;
 pub use runtime::{LlmSettings, RuntimeSettings, llm_from_toml};
 pub use server::ServerSettings;
 pub use validate::load;
@@ -146,6 +150,12 @@ pub struct Config {
     pub workflows: WorkflowSettings,
     /// The drift scan `bridle serve` runs on an interval (`[drift]`; off by default).
     pub drift: DriftSettings,
+    /// Registered agents (`[[agents]]`); empty: calls name no agent.
+    pub agents: Arc<crate::agents::AgentRegistry>,
+    /// How long a gate may reuse a kill-switch read (`[kill_switch]`).
+    pub kill_switch: KillSwitchSettings,
+    /// How the action history weighs on proposals (`[history]`).
+    pub history: crate::history::HistorySettings,
 }
 
 /// A simulator of a system Bridle does not own, run in process.

@@ -168,12 +168,24 @@ impl ToolContract {
 #[derive(Debug, Clone, Default)]
 pub struct Registry {
     tools: BTreeMap<String, Arc<ToolContract>>,
+    schema_hash: String,
 }
 
 impl Registry {
     /// Builds a registry from contracts (names are unique by construction of the map).
     pub fn new(tools: impl IntoIterator<Item = ToolContract>) -> Self {
-        Self { tools: tools.into_iter().map(|t| (t.name.clone(), Arc::new(t))).collect() }
+        let tools: BTreeMap<String, Arc<ToolContract>> =
+            tools.into_iter().map(|t| (t.name.clone(), Arc::new(t))).collect();
+        let schema_hash = schema_hash(&tools);
+        Self { tools, schema_hash }
+    }
+
+    /// The tool-schema version: SHA-256 (hex) of the RFC 8785 form of every contract (name,
+    /// description, mode, scope, risk, executor, level, timeout, resource, domain rules, input
+    /// schema, untrusted output), ordered by name. Any change to what a model may call, or to
+    /// how its arguments are checked, changes it; every audit event and decision record carries it.
+    pub fn schema_hash(&self) -> &str {
+        &self.schema_hash
     }
 
     /// Looks a tool up.
@@ -201,4 +213,31 @@ impl Registry {
     pub fn openai_tools(&self, principal: &Principal) -> Value {
         Value::Array(self.model_tools(principal).iter().map(|t| expose::openai(t)).collect())
     }
+}
+
+fn schema_hash(tools: &BTreeMap<String, Arc<ToolContract>>) -> String {
+    use sha2::{Digest, Sha256};
+    let contracts: Vec<Value> = tools
+        .values()
+        .map(|t| {
+            serde_json::json!({
+                "name": t.name,
+                "description": t.description,
+                "mode": t.mode,
+                "scope": t.scope,
+                "risk": t.risk.as_str(),
+                "executor": t.executor,
+                "approval": t.approval,
+                "timeout_ms": u64::try_from(t.timeout.as_millis()).unwrap_or(u64::MAX),
+                "resource": t.resource,
+                "params": t.params,
+                "schema": t.schema.source(),
+                "untrusted_output": t.untrusted_output,
+            })
+        })
+        .collect();
+    // INVARIANT: contracts hold strings, finite numbers (validated rules) and JSON schemas, all
+    // canonicalizable; a failure would hash the empty input, which no real registry produces.
+    let bytes = crate::plan::canonical_value_bytes(&Value::Array(contracts)).unwrap_or_default();
+    hex::encode(Sha256::digest(&bytes))
 }

@@ -36,6 +36,16 @@ pub struct DecisionRecord {
     /// When.
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
+    /// SHA-256 of the prompt the agent ran with (the registered template's, or the system
+    /// prompt's when the agent is not registered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_hash: Option<String>,
+    /// The tool-schema version in force.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_schema_hash: Option<String>,
+    /// The policy version in force.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_version: Option<String>,
 }
 
 impl DecisionRecord {
@@ -44,7 +54,7 @@ impl DecisionRecord {
     /// `final_verdict`, `timestamp` (RFC 3339).
     pub fn to_seed_json(&self) -> Value {
         let timestamp = self.created_at.format(&time::format_description::well_known::Rfc3339).unwrap_or_default();
-        serde_json::json!({
+        let mut seed = serde_json::json!({
             "decision_id": self.decision_id,
             "agent": self.agent,
             "pipeline_run_id": self.pipeline_run_id,
@@ -56,6 +66,19 @@ impl DecisionRecord {
             "harness_checks": self.harness_checks,
             "final_verdict": self.final_verdict,
             "timestamp": timestamp,
-        })
+        });
+        if let Value::Object(m) = &mut seed {
+            let versions = [
+                ("prompt_hash", &self.prompt_hash),
+                ("tool_schema_hash", &self.tool_schema_hash),
+                ("policy_version", &self.policy_version),
+            ];
+            for (field, value) in versions {
+                if let Some(v) = value {
+                    m.insert(field.to_owned(), Value::String(v.clone()));
+                }
+            }
+        }
+        seed
     }
 }

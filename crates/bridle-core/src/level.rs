@@ -69,6 +69,10 @@ pub struct CallSignals {
     /// runs without approval.
     #[serde(default)]
     pub degraded: bool,
+    /// The proposal answers this diagnosis on this equipment class: the gate judges it against
+    /// the action's history (`[history]`) and records it once executed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<crate::history::HistoryKey>,
 }
 
 /// The level a call needs and why.

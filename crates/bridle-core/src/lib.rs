@@ -3,6 +3,7 @@
 //! No I/O and no async runtime here: every check is a total function over values, and the
 //! runtime drives the ports. A check that cannot be evaluated is an error, never an "allow".
 
+pub mod agents;
 pub mod answer;
 pub mod approval;
 pub mod audit;
@@ -17,7 +18,9 @@ pub mod diagnosis;
 pub mod drift;
 pub mod feedback;
 pub mod guard;
+pub mod history;
 pub mod job;
+pub mod kill;
 pub mod lab;
 pub mod level;
 pub mod models;

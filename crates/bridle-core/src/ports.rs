@@ -12,7 +12,9 @@ use crate::approval::{ApprovalRequest, Grant};
 use crate::audit::{AuditEvent, AuditRecord};
 use crate::checkpoint::{Checkpoint, TaskWrites, ThreadQuery, ThreadSummary};
 use crate::decision::DecisionRecord;
+use crate::history::{ActionRecord, Rating};
 use crate::job::{Job, JobStatus};
+use crate::kill::{KillScope, KillSwitch};
 use crate::plan::PlanHash;
 use crate::verdict::Rejection;
 
@@ -239,6 +241,42 @@ pub trait ActionLedger: Send + Sync {
         at: OffsetDateTime,
         window: std::time::Duration,
     ) -> StoreResult<u64>;
+}
+
+/// The kill switch (gate step 2): scopes that stop every call they cover until lifted.
+///
+/// One switch per exact scope; setting an existing scope again replaces its reason, author and
+/// time. Stored, so every replica sharing the store sees a switch on its next read.
+#[async_trait]
+pub trait KillSwitches: Send + Sync {
+    /// Turns the switch of `switch.scope` on; whether it was off before.
+    async fn set_kill(&self, switch: &KillSwitch) -> StoreResult<bool>;
+    /// Turns the switch of exactly `scope` off; the switch that was on, if any.
+    async fn lift_kill(&self, scope: &KillScope) -> StoreResult<Option<KillSwitch>>;
+    /// Every switch that is on, oldest first.
+    async fn active_kills(&self) -> StoreResult<Vec<KillSwitch>>;
+    /// The oldest switch covering a call of `tenant` on behalf of `agent`, if any (one read).
+    async fn kill_covering(&self, tenant: &str, agent: Option<&str>) -> StoreResult<Option<KillSwitch>>;
+}
+
+/// Action history: executed actions and their outcomes (see [`crate::history`]).
+#[async_trait]
+pub trait ActionHistory: Send + Sync {
+    /// Records an executed action (unrated); recording the same job again changes nothing.
+    async fn record_action(&self, action: &ActionRecord) -> StoreResult<()>;
+    /// Gives the action of `job_id` its outcome (a later rating replaces an earlier one); the
+    /// rated record, or `None` when no such action was recorded.
+    async fn rate_action(&self, tenant: &str, job_id: &str, rating: &Rating) -> StoreResult<Option<ActionRecord>>;
+    /// Actions of `tool` for `diagnosis` on `equipment_class` executed at or after `since`,
+    /// newest first.
+    async fn action_history(
+        &self,
+        tenant: &str,
+        tool: &str,
+        diagnosis: &str,
+        equipment_class: &str,
+        since: OffsetDateTime,
+    ) -> StoreResult<Vec<ActionRecord>>;
 }
 
 /// Decision records (one per LLM call).

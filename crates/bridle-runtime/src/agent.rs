@@ -158,7 +158,18 @@ impl AgentOutput {
             }}),
             final_verdict: self.verdict().to_owned(),
             created_at: context.created_at,
+            prompt_hash: self.prompt_hash(),
+            tool_schema_hash: None,
+            policy_version: None,
         }
+    }
+
+    /// SHA-256 of the system prompt this call ran with (the first system message), if any.
+    pub fn prompt_hash(&self) -> Option<String> {
+        self.messages
+            .iter()
+            .find(|m| m.role == crate::llm::Role::System)
+            .map(|m| bridle_core::agents::prompt_hash(&m.content))
     }
 }
 

@@ -222,6 +222,7 @@ impl Gate {
             code: Some(refusal.code.as_str().to_owned()),
             reason: Some(refusal.message.clone()),
             timings: Timings::default(),
+            versions: bridle_core::audit::Versions::tools_only(self.config.registry.schema_hash()),
         };
         self.stores.audit.append(vec![record]).await?;
         Err(ApprovalError::Refused(refusal))
@@ -253,6 +254,7 @@ impl Gate {
             code: rejection.map(|x| x.code.as_str().to_owned()),
             reason: rejection.map(|x| x.message.clone()),
             timings: Timings::default(),
+            versions: bridle_core::audit::Versions::tools_only(self.config.registry.schema_hash()),
         };
         self.stores.audit.append(vec![record]).await?;
         Ok(())

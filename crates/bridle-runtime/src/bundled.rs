@@ -33,6 +33,11 @@ pub fn checkout() -> Result<Config, ConfigErrors> {
     load(CHECKOUT_TOML, &embedded(CHECKOUT_FILES))
 }
 
+/// A file of the bundled default configuration (a schema, a policy), by its relative path.
+pub fn checkout_file(path: &str) -> Option<String> {
+    CHECKOUT_FILES.iter().find(|(p, _)| *p == path).map(|(_, text)| (*text).to_owned())
+}
+
 /// Seed 000's fab example (`bridle demo fab`).
 pub const FAB_TOML: &str = include_str!("../../../examples/fab/bridle.toml");
 
@@ -45,6 +50,8 @@ const FAB_FILES: &[(&str, &str)] = example_files!("fab":
     "policies/bridle.cedarschema",
     "policies/fab.cedar",
     "policies/expectations.toml",
+    "prompts/diagnostician.md",
+    "prompts/advisor.md",
 );
 
 /// Seed 000's fab: equipment, recipes, the fab tools and their rules, the fallback rules, the

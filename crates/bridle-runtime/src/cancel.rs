@@ -69,6 +69,11 @@ impl CancelToken {
         }
     }
 
+    /// A handle that does not keep the work's token alive (for registries of live runs).
+    pub fn downgrade(&self) -> WeakCancelToken {
+        WeakCancelToken(Arc::downgrade(&self.0))
+    }
+
     /// Resolves once a stop is asked for; immediately if it already was.
     pub async fn requested(&self) {
         loop {
@@ -78,5 +83,16 @@ impl CancelToken {
             }
             notified.await;
         }
+    }
+}
+
+/// A [`CancelToken`] that does not keep it alive: upgrades while the work still holds it.
+#[derive(Debug, Clone)]
+pub struct WeakCancelToken(std::sync::Weak<Inner>);
+
+impl WeakCancelToken {
+    /// The token, while anyone still holds it.
+    pub fn upgrade(&self) -> Option<CancelToken> {
+        self.0.upgrade().map(CancelToken)
     }
 }

@@ -402,7 +402,12 @@ impl Chat {
             }),
             final_verdict: verdict.to_owned(),
             created_at: self.gate.clock.now(),
+            prompt_hash: Some(bridle_core::agents::prompt_hash(&self.settings.system_prompt)),
+            tool_schema_hash: None,
+            policy_version: None,
         };
+        let mut record = record;
+        self.gate.stamp_decision(&mut record);
         crate::agent::record_once(self.gate.stores().decisions.as_ref(), &record).await
     }
 
@@ -419,6 +424,10 @@ impl Chat {
         let arguments = serde_json::from_str(&call.arguments).unwrap_or_else(|_| Value::String(call.arguments.clone()));
         let mut request = CallRequest::new(&call.name, arguments);
         request.idempotency_key = Some(format!("{}/chat-{}/call-{n}", turn.run.run_id, turn.user_turn));
+        // On the chat agent's behalf when it is registered (its tool set and kill switch apply).
+        if self.gate.config().agents.get(&self.settings.agent).is_some() {
+            request.agent = Some(self.settings.agent.clone());
+        }
         let (gate, principal, run) = (self.gate.clone(), turn.principal.clone(), turn.run.clone());
         let task = tokio::spawn(async move { gate.call(&principal, &run, &request).await }.in_current_span());
         match tokio::time::timeout(left, task).await {
@@ -465,6 +474,7 @@ impl Chat {
             code: Some(blocked.code.as_str().to_owned()),
             reason: Some(blocked.reason.clone()),
             timings: Timings { total_us: millis(started.elapsed()).saturating_mul(1000), policy_us: 0, adapter_us: 0 },
+            versions: self.gate.versions(self.gate.config().agents.get(&self.settings.agent).map(|a| a.id.as_str())),
         };
         self.gate.stores().audit.append(vec![record]).await.map(|_| ())
     }

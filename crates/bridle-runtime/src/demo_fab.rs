@@ -30,7 +30,7 @@ use crate::pipelines::fab::{FabOptions, fab_graph};
 use crate::store::Stores;
 
 /// The scenarios, in the order they run and print.
-pub const SCENARIOS: [&str; 9] = [
+pub const SCENARIOS: [&str; 10] = [
     "etch_delta_rejected",
     "diagnosis_candidates_need_human",
     "chat_injection_blocked",
@@ -39,6 +39,7 @@ pub const SCENARIOS: [&str; 9] = [
     "negative_temperature_rejected",
     "llm_down_rule_fallback",
     "reject_regenerate_reapprove",
+    "history_escalates_failed_action",
     "auto_limit_escalates",
 ];
 

@@ -8,8 +8,9 @@
 mod auto_limit;
 mod binding;
 mod execute;
+mod history;
 pub(crate) mod output;
-mod run_state;
+pub(crate) mod run_state;
 pub(crate) mod state_rules;
 mod trace;
 
@@ -62,6 +63,11 @@ pub struct CallRequest {
     /// arguments and names must never reach the audit log.
     #[serde(default)]
     pub metadata_only: bool,
+    /// The registered agent this call is made for (`[[agents]]` id). A named agent must be
+    /// registered and allowed the tool (policy step); the kill switch of an agent covers its
+    /// calls; audit events carry its model and prompt versions. `None`: no agent's behalf.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 impl CallRequest {
@@ -74,6 +80,13 @@ impl CallRequest {
     #[must_use]
     pub fn with_approval(mut self, id: &str) -> Self {
         self.approval_id = Some(id.to_owned());
+        self
+    }
+
+    /// The same call on behalf of `agent`.
+    #[must_use]
+    pub fn for_agent(mut self, agent: &str) -> Self {
+        self.agent = Some(agent.to_owned());
         self
     }
 
@@ -224,6 +237,7 @@ pub struct Gate {
     pub(crate) scanner: Option<Arc<dyn ArgumentScanner>>,
     pub(crate) output: Arc<OutputGuard>,
     pub(crate) notifier: Option<Arc<dyn ApprovalNotifier>>,
+    pub(crate) kill_cache: Arc<run_state::KillCache>,
 }
 
 impl Gate {
@@ -231,7 +245,8 @@ impl Gate {
     /// the configuration's `[guard]` section.
     pub fn new(config: Arc<Config>, stores: Stores, adapter: Arc<dyn Adapter>, clock: Arc<dyn Clock>) -> Self {
         let output = Arc::new(OutputGuard::new(&config.guard));
-        Self { config, stores, adapter, clock, scanner: None, output, notifier: None }
+        let kill_cache = Arc::new(run_state::KillCache::new(config.kill_switch.cache));
+        Self { config, stores, adapter, clock, scanner: None, output, notifier: None, kill_cache }
     }
 
     /// Adds the scanner used at step 4.
@@ -259,6 +274,22 @@ impl Gate {
         &self.stores
     }
 
+    /// Stamps a decision record with the versions in force: the tool-schema and policy
+    /// versions, and for a registered agent its registered prompt version.
+    pub fn stamp_decision(&self, record: &mut bridle_core::decision::DecisionRecord) {
+        record.tool_schema_hash = Some(self.config.registry.schema_hash().to_owned());
+        record.policy_version = Some(self.config.policy.version().to_owned());
+        if let Some(entry) = self.config.agents.get(&record.agent) {
+            record.prompt_hash = Some(entry.prompt_hash.clone());
+        }
+    }
+
+    /// The versions a record made for `agent` carries: agent id, its model and prompt hash
+    /// (when registered) and the tool-schema hash. The policy version is a field of its own.
+    pub fn versions(&self, agent: Option<&str>) -> bridle_core::audit::Versions {
+        self.config.agents.versions(agent, self.config.registry.schema_hash())
+    }
+
     /// Runs one call through every step and audits it.
     pub async fn call(
         &self,
@@ -266,7 +297,8 @@ impl Gate {
         run: &RunContext,
         req: &CallRequest,
     ) -> Result<CallOutcome, GateError> {
-        let mut t = Trace::start(self.clock.now(), &req.tool);
+        let versions = self.versions(req.agent.as_deref());
+        let mut t = Trace::start(self.clock.now(), &req.tool, versions);
         let span =
             tracing::info_span!("gate_call", call_id = %t.call_id, tool = %req.tool, subject = %principal.subject);
         let decided = self.decide(principal, run, req, &mut t).instrument(span.clone()).await;
@@ -307,7 +339,7 @@ impl Gate {
         t: &mut Trace,
     ) -> Result<(Verdict, Decision), Stop> {
         // 2. run state
-        run_state::check(self, principal, run, req.dry_run, t.now).await?;
+        run_state::check(self, principal, run, req, t.now).await?;
         // 3. contract
         let tool = self
             .config
@@ -318,7 +350,12 @@ impl Gate {
         tool.check_arguments(&req.arguments)?;
         // 4. guard
         self.scan(&tool, &req.arguments)?;
-        // 5. policy
+        // 5. policy: the agent rule, then Cedar
+        if let Err(denial) = self.config.agents.check(req.agent.as_deref(), &tool) {
+            return Err(Rejection::new(Code::PolicyDenied, denial.message())
+                .with_detail(serde_json::json!({"agent_rule": denial.rule()}))
+                .into());
+        }
         let started = std::time::Instant::now();
         let policy = self.config.policy.authorize(principal, &tool, &req.arguments);
         t.policy_us = elapsed_us(started);
@@ -336,6 +373,7 @@ impl Gate {
         let taint = self.run_taint(principal, run, &tool).await?;
         let mut level =
             level::decide_in_run(&self.config.levels, &tool, &req.arguments, &req.signals, taint.as_deref());
+        t.approval_context = history::check(self, principal, &tool, &req.signals, &mut level, t.now).await?;
         auto_limit::check(self, principal, &tool, &req.arguments, req.dry_run, &mut level, t.now).await?;
         t.level = Some(level.level);
         if tool.mode == Mode::Read && level.level == ApprovalLevel::Auto {
@@ -358,7 +396,11 @@ impl Gate {
             return Ok((Verdict::DryRun { would_reject: None }, Decision::DryRun));
         }
         // 10. execute, 11. output
-        execute::change(self, &proposal, run, consume, t).await
+        let done = execute::change(self, &proposal, run, consume, t).await?;
+        if let (Verdict::Ok { .. }, Some(job_id)) = (&done.0, &t.job_id) {
+            history::record(self, principal, &tool, &req.arguments, &req.signals, job_id, t.now).await?;
+        }
+        Ok(done)
     }
 
     /// Where the run's untrusted content came from, if it took any in: the caller's flag

@@ -148,6 +148,8 @@ pub async fn promote(
         decision: None,
         code: None,
         reason: Some(format!("{} → {}: {}", from.as_str(), next.as_str(), validation.reason)),
+        // The record is about the model promoted, on no agent's behalf.
+        versions: bridle_core::audit::Versions { model: Some(name.to_owned()), ..Default::default() },
         timings: Timings::default(),
     };
     stores.audit.append(vec![record]).await?;

@@ -10,6 +10,7 @@
 //! by [`bridle_core::replay::compare`]. `--run` replays one pipeline run's records in order and
 //! stops at the first that disagrees, naming its agent. The page of `html.rs` draws the report.
 
+pub mod gate;
 pub mod html;
 
 use std::collections::BTreeMap;

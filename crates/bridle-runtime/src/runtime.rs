@@ -208,7 +208,11 @@ impl RuntimeBuilder {
         let scanner = GuardScanner::from_settings(&self.config.guard).map_err(|e| BuildError::Guard(e.to_string()))?;
         let gate =
             Gate::new(self.config.clone(), stores.clone(), adapter, self.clock.clone()).with_scanner(Arc::new(scanner));
+        let live = crate::kill::LiveRuns::default();
+        let kill_watch = live.watch(gate.clone(), KILL_WATCH);
         Ok(Runtime {
+            live,
+            kill_watch,
             config: self.config,
             stores,
             checkpointer,
@@ -265,7 +269,14 @@ pub struct Runtime {
     /// The gate.
     pub gate: Gate,
     background: Mutex<JoinSet<()>>,
+    /// Runs this process drives (the kill switch asks those in scope to stop).
+    pub live: crate::kill::LiveRuns,
+    kill_watch: tokio::task::JoinHandle<()>,
 }
+
+/// How often the runtime looks for kill switches covering the runs it drives (set by another
+/// replica or by `bridle kill`); the gate itself reads the store on every call.
+pub const KILL_WATCH: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -283,8 +294,15 @@ impl Runtime {
     /// Settings for a pipeline run: the checkpointer, durability, retention, recursion limit,
     /// the pipeline deadline and the hooks.
     pub fn run_config(&self, thread_id: &str) -> RunConfig {
+        self.run_config_for(thread_id, &[])
+    }
+
+    /// [`Self::run_config`] for a run whose calls are made on behalf of `agents`: a kill switch
+    /// of its tenant, or of one of those agents, asks it to stop.
+    pub fn run_config_for(&self, thread_id: &str, agents: &[&str]) -> RunConfig {
         let settings = &self.config.runtime;
         let mut config = RunConfig::new(thread_id)
+            .cancel(self.live.register(thread_id, agents))
             .checkpointer(self.checkpointer.clone())
             .durability(settings.durability)
             .deadline(settings.deadlines.pipeline)
@@ -334,8 +352,30 @@ impl Runtime {
         graph.invoke(self.run_config(thread_id), input).await
     }
 
+    /// Sets a kill switch as `who`: stored (every replica's gate sees it at its next call),
+    /// audited, the runs of this process in scope asked to stop, the unfinished work listed.
+    pub async fn kill(
+        &self,
+        who: &str,
+        scope: bridle_core::kill::KillScope,
+        reason: &str,
+    ) -> Result<crate::kill::KillReport, bridle_core::ports::StoreError> {
+        crate::kill::set(&self.gate, Some(&self.checkpointer), Some(&self.live), who, scope, reason).await
+    }
+
+    /// Lifts the kill switch of exactly `scope` as `who`, audited.
+    pub async fn lift_kill(
+        &self,
+        who: &str,
+        scope: bridle_core::kill::KillScope,
+        reason: &str,
+    ) -> Result<crate::kill::KillReport, bridle_core::ports::StoreError> {
+        crate::kill::lift(&self.gate, who, scope, reason).await
+    }
+
     /// Waits for background runs to finish, then closes the stores.
     pub async fn shutdown(self) {
+        self.kill_watch.abort();
         let mut set = self.background.into_inner().unwrap_or_else(PoisonError::into_inner);
         while set.join_next().await.is_some() {}
         drop(self.gate);

@@ -15,7 +15,8 @@ use std::sync::Arc;
 use bridle_core::feedback::FeedbackStore;
 use bridle_core::models::ModelRegistry;
 use bridle_core::ports::{
-    ActionLedger, ApprovalLedger, AuditLog, BudgetStore, DecisionLog, JobStore, RunFlags, StoreError,
+    ActionHistory, ActionLedger, ApprovalLedger, AuditLog, BudgetStore, DecisionLog, JobStore, KillSwitches, RunFlags,
+    StoreError,
 };
 
 pub use memory::MemoryStore;
@@ -43,6 +44,10 @@ pub struct Stores {
     pub feedback: Arc<dyn FeedbackStore>,
     /// Registered models and their stages.
     pub models: Arc<dyn ModelRegistry>,
+    /// The kill switches (gate step 2).
+    pub kills: Arc<dyn KillSwitches>,
+    /// Executed actions and their outcomes.
+    pub history: Arc<dyn ActionHistory>,
     /// The URL it was opened from (`memory` for the in-memory store), without any password.
     pub url: String,
 }
@@ -60,6 +65,8 @@ impl Stores {
             + ActionLedger
             + FeedbackStore
             + ModelRegistry
+            + KillSwitches
+            + ActionHistory
             + 'static,
     {
         Self {
@@ -71,7 +78,9 @@ impl Stores {
             run_flags: backend.clone(),
             actions: backend.clone(),
             feedback: backend.clone(),
-            models: backend,
+            models: backend.clone(),
+            kills: backend.clone(),
+            history: backend,
             url: url.to_owned(),
         }
     }

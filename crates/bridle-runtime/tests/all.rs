@@ -14,6 +14,7 @@ mod suite {
     mod fab;
     mod feedback_loop;
     mod gate_matrix;
+    mod governance;
     mod graph;
     mod guard;
     mod guard_taint;

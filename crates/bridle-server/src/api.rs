@@ -10,6 +10,7 @@ pub mod drift;
 pub mod feedback;
 pub mod guard;
 pub mod lab;
+pub mod kill;
 pub mod runs;
 pub mod tools;
 
@@ -52,6 +53,8 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .route("/v1/decisions", get(runs::decisions))
         .route("/v1/decisions/{id}/feedback", post(feedback::add))
         .route("/v1/feedback", get(feedback::list))
+        .route("/v1/kill", post(kill::set).get(kill::list))
+        .route("/v1/kill/lift", post(kill::lift))
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate))
 }
 

@@ -33,6 +33,8 @@ use crate::api::Caller;
 pub const RUN_ID_META: &str = "bridle/run_id";
 /// `_meta` key naming the incident a call belongs to (default: none).
 pub const INCIDENT_META: &str = "bridle/incident";
+/// `_meta` key naming the registered agent a call is made for (default: none).
+pub const AGENT_META: &str = "bridle/agent";
 /// Header carrying the Streamable HTTP session id.
 const SESSION_HEADER: &str = "mcp-session-id";
 
@@ -192,9 +194,11 @@ impl ServerHandler for BridleMcp {
         };
         let incident = meta_string(&params, &ctx, INCIDENT_META)?.unwrap_or_default();
         let run = RunContext::new(&run_id, &incident);
+        let agent = meta_string(&params, &ctx, AGENT_META)?;
         let request = CallRequest {
             tool: params.name.to_string(),
             arguments: Value::Object(params.arguments.clone().unwrap_or_default()),
+            agent,
             ..CallRequest::default()
         };
         // On a task of its own: a client that hangs up never cuts a gate call half-way.

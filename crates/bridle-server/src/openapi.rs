@@ -103,6 +103,23 @@ pub struct AuditPage {
     pub next_after: Option<u64>,
 }
 
+/// `POST /v1/kill`, `POST /v1/kill/lift`: what the switch did.
+#[derive(Debug, ToSchema)]
+pub struct KillAnswer {
+    /// `{switch: {tenant?, agent?, reason, set_by, set_at}, changed, unfinished: {pending_approvals,
+    /// jobs, paused_runs, cancelled_runs}}`.
+    #[schema(value_type = Object)]
+    pub kill: serde_json::Value,
+}
+
+/// `GET /v1/kill`: the switches covering the caller's tenant.
+#[derive(Debug, ToSchema)]
+pub struct KillList {
+    /// `[{tenant?, agent?, reason, set_by, set_at}]`, oldest first.
+    #[schema(value_type = Vec<Object>)]
+    pub switches: Vec<serde_json::Value>,
+}
+
 /// `POST /v1/guard/scan`: a verdict, not an HTTP error.
 #[derive(Debug, ToSchema)]
 pub struct ScanAnswer {
@@ -285,6 +302,9 @@ impl Modify for FeedbackBodyChoice {
         api::runs::decisions,
         api::feedback::add,
         api::feedback::list,
+        api::kill::set,
+        api::kill::lift,
+        api::kill::list,
         crate::observe::render,
     ),
     components(schemas(ErrorBody, ErrorDetail, Health, ToolList, ApprovalList, ApprovalAnswer, ApprovalShown, FieldChange, AuditPage, ScanAnswer, api::calls::CallBody, api::approvals::RejectBody,
@@ -295,7 +315,8 @@ impl Modify for FeedbackBodyChoice {
         api::runs::RunStatus, api::runs::RunEventFrame, api::runs::DecisionList, api::runs::RunState,
         api::runs::RunListItem, api::runs::RunList, api::approvals::ApprovalsFrame, api::audit::ChainStatus,
         api::drift::DriftAnswer, api::drift::DriftMetric,
-        api::feedback::FeedbackBody, api::feedback::FeedbackSource, api::feedback::FeedbackStored, api::feedback::FeedbackList)),
+        api::feedback::FeedbackBody, api::feedback::FeedbackSource, api::feedback::FeedbackStored, api::feedback::FeedbackList,
+        KillAnswer, KillList, api::kill::KillBody)),
     modifiers(&BearerScheme, &MiddlewareResponses, &CallBodyChoice, &ClosedVariants, &FeedbackBodyChoice)
 )]
 pub struct ApiDoc;

@@ -10,6 +10,7 @@ mod suite {
     mod feedback;
     mod keys;
     mod lab;
+    mod kill;
     mod limits;
     mod mcp;
     mod metrics;

@@ -144,6 +144,7 @@ fn view(r: &ApprovalRequest) -> Value {
         "rejection_reason": r.rejection_reason,
         "created_at": rfc3339(r.created_at),
         "expires_at": rfc3339(r.expires_at),
+        "context": r.context,
     })
 }
 

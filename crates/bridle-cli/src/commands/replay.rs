@@ -26,6 +26,8 @@ pub struct Args<'a> {
     pub limit: u32,
     pub tolerance: f64,
     pub report: Option<&'a Path>,
+    /// Release gate: fail (exit 1) below this agreement (0–1).
+    pub gate: Option<f64>,
 }
 
 /// A model from a file: an `[llm]` section like `bridle.toml`'s, or a scripted model's script.
@@ -165,15 +167,52 @@ pub async fn run(args: Args<'_>) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
 
+    if let Some(t) = args.gate
+        && !(0.0..=1.0).contains(&t)
+    {
+        bail!("--gate takes an agreement between 0 and 1 (0.95 for 95%), not {t}");
+    }
     let (client, label) = current()?;
     let report = replayer(client).replay_all(&label, &records, progress).await;
+    let verdict = args.gate.map(|threshold| {
+        let replay_model = args.model.map(|_| label.as_str());
+        bridle_runtime::replay::gate::judge(&report, &records, &config, replay_model, threshold)
+    });
     if args.json {
-        super::out::line(&serde_json::to_string(&report)?)?;
+        match &verdict {
+            Some(v) => super::out::line(&serde_json::json!({"report": report, "gate": v}).to_string())?,
+            None => super::out::line(&serde_json::to_string(&report)?)?,
+        }
     } else {
         print_report(&report)?;
     }
     if let Some(path) = args.report {
         write_report(path, &serde_json::to_value(&report)?, &html::report_page(&report))?;
     }
-    Ok(ExitCode::SUCCESS)
+    let Some(verdict) = verdict else { return Ok(ExitCode::SUCCESS) };
+    if !args.json {
+        for c in &verdict.changes {
+            let agent = c.agent.as_deref().map(|a| format!(" of `{a}`")).unwrap_or_default();
+            super::out::line(&format!(
+                "  {}{agent} changed: recorded {} → now {}",
+                c.what,
+                c.recorded.join(", "),
+                c.current
+            ))?;
+        }
+    }
+    let summary = if verdict.total == 0 {
+        "release gate FAILED: no recorded decisions to replay".to_owned()
+    } else {
+        verdict.summary()
+    };
+    if verdict.passed {
+        if !args.json {
+            super::out::line(&summary)?;
+        }
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!("{summary}");
+        Ok(ExitCode::from(1))
+    }
 }

@@ -39,7 +39,7 @@ fn demo_fab_passes_every_seed_000_scenario_and_can_run_again_on_one_database() {
         assert!(out.status.success(), "round {round}: {}{}", text(&out.stdout), text(&out.stderr));
         let stdout = text(&out.stdout);
         let names: Vec<&str> = stdout.lines().map(|l| l.strip_suffix(": passed").unwrap_or(l)).collect();
-        assert_eq!(names.len(), 9, "{stdout}");
+        assert_eq!(names.len(), 10, "{stdout}");
         for name in [
             "etch_delta_rejected",
             "diagnosis_candidates_need_human",
@@ -49,6 +49,7 @@ fn demo_fab_passes_every_seed_000_scenario_and_can_run_again_on_one_database() {
             "negative_temperature_rejected",
             "llm_down_rule_fallback",
             "reject_regenerate_reapprove",
+            "history_escalates_failed_action",
         ] {
             assert!(names.contains(&name), "{name} missing from {stdout}");
         }
@@ -98,4 +99,27 @@ fn a_bad_store_url_is_a_clear_error() {
     let out = bridle(&["audit", "verify", "--db", "mysql://nope"], dir.path());
     assert!(!out.status.success());
     assert!(text(&out.stderr).contains("unsupported store URL"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn kill_sets_and_lifts_a_switch_and_lists_unfinished_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("kill.db").display());
+    let out = bridle(&["kill", "--tenant", "tenant-a", "--reason", "bad deploy", "--db", &db], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("kill switch set for tenant `tenant-a`: bad deploy"), "{stdout}");
+    for line in ["pending approvals: 0", "jobs not final: 0", "paused or interrupted runs: 0"] {
+        assert!(stdout.contains(line), "{line} in {stdout}");
+    }
+    let out =
+        bridle(&["kill", "--tenant", "tenant-a", "--reason", "fixed", "--lift", "--db", &db, "--json"], dir.path());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((v["action"].as_str(), v["report"]["changed"].as_bool()), (Some("lifted"), Some(true)));
+    // No scope, or --all with another scope: refused.
+    assert!(!bridle(&["kill", "--reason", "x", "--db", &db], dir.path()).status.success());
+    assert!(!bridle(&["kill", "--all", "--tenant", "t", "--reason", "x", "--db", &db], dir.path()).status.success());
+    let export = text(&bridle(&["audit", "export", "--db", &db], dir.path()).stdout);
+    assert_eq!(export.matches("\"kind\":\"kill_switch_set\"").count(), 1, "{export}");
+    assert_eq!(export.matches("\"kind\":\"kill_switch_lifted\"").count(), 1, "{export}");
 }

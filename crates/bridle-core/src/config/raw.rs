@@ -48,6 +48,12 @@ pub(super) struct RawConfig {
     pub workflows: super::workflows::RawWorkflows,
     #[serde(default)]
     pub drift: super::drift::RawDrift,
+    #[serde(default)]
+    pub agents: Vec<super::agents::RawAgent>,
+    #[serde(default)]
+    pub kill_switch: super::kill::RawKillSwitch,
+    #[serde(default)]
+    pub history: super::history::RawHistory,
 }
 
 /// `[guard]`: channel limits and sensitive terms; every field optional.

@@ -125,6 +125,9 @@ pub fn load(text: &str, files: &dyn Files) -> Result<Config, ConfigErrors> {
         }
     };
 
+    let agents = super::agents::agent_registry(&raw.agents, &registry, files, &mut errors);
+    let kill_switch = super::kill::kill_switch_settings(&raw.kill_switch, &mut errors);
+    let history = super::history::history_settings(&raw.history, &mut errors);
     let policy = load_policy(&raw.policy, &registry, files, &mut errors);
 
     match policy {
@@ -150,6 +153,9 @@ pub fn load(text: &str, files: &dyn Files) -> Result<Config, ConfigErrors> {
             audit,
             workflows,
             drift,
+            agents: Arc::new(agents),
+            kill_switch,
+            history,
         }),
         _ => Err(ConfigErrors(errors.0)),
     }

@@ -98,6 +98,9 @@ fn record(i: u64, agent: &str, confidence: f64, verdict: &str) -> DecisionRecord
         harness_checks: json!({"confidence": confidence, "injection_detected": false}),
         final_verdict: verdict.into(),
         created_at: OffsetDateTime::UNIX_EPOCH,
+        prompt_hash: None,
+        tool_schema_hash: None,
+        policy_version: None,
     }
 }
 

@@ -128,6 +128,7 @@ mod tests {
             code: None,
             reason: Some(reason.into()),
             timings: Timings::default(),
+            versions: bridle_core::audit::Versions::default(),
         }
     }
 

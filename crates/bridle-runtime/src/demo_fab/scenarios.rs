@@ -28,6 +28,7 @@ pub(super) async fn run(fx: &Fixture, name: &str) -> Check {
         "negative_temperature_rejected" => negative_temperature_rejected(fx).await,
         "llm_down_rule_fallback" => llm_down_rule_fallback(fx).await,
         "reject_regenerate_reapprove" => reject_regenerate_reapprove(fx).await,
+        "history_escalates_failed_action" => history_escalates_failed_action(fx).await,
         "auto_limit_escalates" => auto_limit_escalates(fx).await,
         other => Err(format!("no scenario `{other}`")),
     }
@@ -265,4 +266,61 @@ async fn auto_limit_escalates(fx: &Fixture) -> Check {
         ensure(outcome.result().is_some(), || format!("call {n}: {:?}", outcome.code()))?;
     }
     Err(format!("{} automatic changes in a row were allowed", room.saturating_add(1)))
+}
+
+/// An action executed for a diagnosis on an equipment class and rated a failure: the Advisor's
+/// next proposal of the same action for the same diagnosis on the same class needs approval, and
+/// the approval request shows the approver that failure.
+async fn history_escalates_failed_action(fx: &Fixture) -> Check {
+    let fab = std::sync::Arc::new(crate::adapter::FabAdapter::from_config(&fx.config));
+    let gate = fx.gate(fab.clone());
+    let run = RunContext::new(&format!("fab-demo/{}/history_escalates_failed_action", fx.tag), "inc-history");
+    // This invocation's own diagnosis, so earlier demo runs on the same database do not count.
+    let key = bridle_core::history::HistoryKey {
+        diagnosis: format!("heater controller drift ({})", fx.tag),
+        equipment_class: "etch".to_owned(),
+    };
+    let signals = CallSignals { confidence: Some(0.9), history: Some(key.clone()), ..CallSignals::default() };
+    let mut call = CallRequest::new("set_temperature", json!({"equipment": "etch-01", "temp_celsius": 385}))
+        .for_agent(crate::pipelines::fab::ADVISOR);
+    call.signals = signals;
+    let gate_err = |e: crate::gate::GateError| format!("gate: {e}");
+    let mut first = gate.call(&fx.requester, &run, &call).await.map_err(gate_err)?;
+    // The automatic-change limit (other demo runs this hour) may want a human first: grant it.
+    if first.code() == Some(Code::ApprovalRequired) {
+        let id = first.approval_id.clone().ok_or("no approval id")?;
+        gate.grant(&fx.approver, &id).await.map_err(|e| format!("grant: {e:?}"))?;
+        first = gate.call(&fx.requester, &run, &call.clone().with_approval(&id)).await.map_err(gate_err)?;
+    }
+    let job = first
+        .job_id
+        .clone()
+        .filter(|_| first.result().is_some())
+        .ok_or_else(|| format!("first call: {:?}", first.code()))?;
+    let rating = bridle_core::history::Rating {
+        outcome: bridle_core::history::Outcome::Failure,
+        source: bridle_core::history::OutcomeSource::Operator,
+        rated_by: fx.approver.subject.clone(),
+        note: Some("chamber temperature drifted again within the hour".to_owned()),
+        rated_at: time::OffsetDateTime::now_utc(),
+    };
+    crate::history::rate(&gate, &fx.requester.tenant, &job, &rating).await.map_err(|e| format!("rate: {e}"))?;
+    // The same action for the same diagnosis on the same class: escalated, history attached.
+    call.arguments = json!({"equipment": "etch-01", "temp_celsius": 390});
+    call.approval_id = None;
+    let again = gate.call(&fx.requester, &run, &call).await.map_err(gate_err)?;
+    ensure(again.code() == Some(Code::ApprovalRequired), || format!("second call: {:?}", again.code()))?;
+    let id = again.approval_id.clone().ok_or("no approval id")?;
+    let request = fx
+        .stores
+        .approvals
+        .get_request(&fx.requester.tenant, &id)
+        .await
+        .map_err(|e| format!("ledger: {e}"))?
+        .ok_or("no approval request")?;
+    let failures = request.context.as_ref().and_then(|c| c.pointer("/history/failures")).and_then(Value::as_array);
+    ensure(
+        failures.is_some_and(|f| f.len() == 1 && f.first().and_then(|x| x.get("job_id")) == Some(&json!(job))),
+        || format!("approval context {:?}", request.context),
+    )
 }

@@ -91,7 +91,7 @@ pub(super) async fn bind(gate: &Gate, p: &Proposal<'_>, t: &mut Trace) -> Result
         return Err(Rejection::new(missing, "no approval exists for this plan (a real call would request one)").into());
     }
     let id = uuid::Uuid::now_v7().to_string();
-    let request = ApprovalRequest::new(
+    let mut request = ApprovalRequest::new(
         id.clone(),
         plan.clone(),
         plan_hash.clone(),
@@ -99,8 +99,9 @@ pub(super) async fn bind(gate: &Gate, p: &Proposal<'_>, t: &mut Trace) -> Result
         now,
         now + gate.config.approval_ttl,
     );
+    request.context.clone_from(&t.approval_context);
     ledger.create_request(&request).await?;
-    gate.stores.audit.append(vec![requested_event(&request, gate.config.policy.version(), &t.call_id, tool)]).await?;
+    gate.stores.audit.append(vec![requested_event(&request, gate.config.policy.version(), t, tool)]).await?;
     crate::approvals::announce(gate, &request);
     t.approval_id = Some(id.clone());
     Err(pending(missing, &id, level, "was created").into())
@@ -112,10 +113,10 @@ fn pending(code: Code, id: &str, level: &LevelDecision, state: &str) -> Rejectio
         .with_detail(json!({"approval_id": id, "level": level.level.as_str(), "reasons": level.reasons}))
 }
 
-fn requested_event(r: &ApprovalRequest, policy_version: &str, call_id: &str, tool: &ToolContract) -> AuditRecord {
+fn requested_event(r: &ApprovalRequest, policy_version: &str, t: &Trace, tool: &ToolContract) -> AuditRecord {
     AuditRecord {
         kind: EventKind::ApprovalRequested,
-        call_id: call_id.to_owned(),
+        call_id: t.call_id.clone(),
         at: r.created_at,
         tenant: r.tenant.clone(),
         subject: r.requester.clone(),
@@ -131,5 +132,6 @@ fn requested_event(r: &ApprovalRequest, policy_version: &str, call_id: &str, too
         code: None,
         reason: Some(format!("level {}", r.level.as_str())),
         timings: Timings::default(),
+        versions: t.versions.clone(),
     }
 }

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use bridle_core::audit::{AuditRecord, Decision, EventKind, Timings};
+use bridle_core::audit::{AuditRecord, Decision, EventKind, Timings, Versions};
 use bridle_core::contract::ApprovalLevel;
 use bridle_core::plan::PlanHash;
 use bridle_core::{Principal, RunContext};
@@ -28,10 +28,14 @@ pub(crate) struct Trace {
     pub idempotent_replay: bool,
     /// What step 11 did to the result.
     pub output: Option<OutputReport>,
+    /// Agent, model, prompt and tool-schema versions of the call.
+    pub versions: Versions,
+    /// What an approval request created for this call shows the approver (the action history).
+    pub approval_context: Option<serde_json::Value>,
 }
 
 impl Trace {
-    pub fn start(now: OffsetDateTime, tool: &str) -> Self {
+    pub fn start(now: OffsetDateTime, tool: &str, versions: Versions) -> Self {
         Self {
             call_id: uuid::Uuid::now_v7().to_string(),
             // Registered names are at most 64 characters; anything longer is unknown anyway.
@@ -48,6 +52,8 @@ impl Trace {
             adapter_us: 0,
             idempotent_replay: false,
             output: None,
+            versions,
+            approval_context: None,
         }
     }
 
@@ -110,6 +116,7 @@ impl Trace {
                 policy_us: self.policy_us,
                 adapter_us: self.adapter_us,
             },
+            versions: self.versions.clone(),
         }
     }
 }

@@ -119,8 +119,16 @@ pub fn fab_graph(
         .filter(|t| t.mode == Mode::Change)
         .map(|t| (t.name.clone(), t.description.clone()))
         .collect();
-    let diagnostician = Agent::new(agents::diagnostician()).map_err(|e| e.to_string())?;
-    let advisor = Agent::new(agents::advisor(&actions)).map_err(|e| e.to_string())?;
+    // Only the tools the Advisor is registered for are offered to it.
+    let registered = gate.config().agents.clone();
+    let actions: Vec<(String, String)> = match registered.get(ADVISOR) {
+        Some(entry) => actions.into_iter().filter(|(name, _)| entry.tools.contains(name)).collect(),
+        None => actions,
+    };
+    let template = |id: &str| registered.get(id).map(|a| a.prompt.clone());
+    let diagnostician =
+        Agent::new(agents::diagnostician(template(DIAGNOSTICIAN).as_deref())).map_err(|e| e.to_string())?;
+    let advisor = Agent::new(agents::advisor(&actions, template(ADVISOR).as_deref())).map_err(|e| e.to_string())?;
     let max_rounds = options.diagnosis.max_rounds.max(1);
     let fab = Arc::new(Fab { gate, client, principal, options, diagnostician, advisor });
     let f = |fab: &Arc<Fab>| fab.clone();

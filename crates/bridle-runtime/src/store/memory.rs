@@ -4,6 +4,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard};
 
+mod governance;
+
 use async_trait::async_trait;
 use bridle_core::approval::{self, ApprovalRequest, ApprovalStatus, Grant};
 use bridle_core::audit::{AuditEvent, AuditRecord};
@@ -31,6 +33,8 @@ struct Inner {
     auto_actions: HashMap<(String, String), Vec<OffsetDateTime>>,
     feedback: Vec<Feedback>,
     models: BTreeMap<(String, String), ModelEntry>,
+    kills: BTreeMap<bridle_core::kill::KillScope, bridle_core::kill::KillSwitch>,
+    actions: BTreeMap<(String, String), bridle_core::history::ActionRecord>,
 }
 
 /// All ports in memory.

@@ -28,6 +28,7 @@ mod auto_actions;
 mod budgets;
 mod decisions;
 mod feedback;
+mod governance;
 mod jobs;
 pub(crate) mod migrate;
 mod run_flags;

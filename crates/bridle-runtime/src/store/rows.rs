@@ -27,6 +27,8 @@ pub(crate) trait Columns {
     fn opt_text(&self, column: &str) -> StoreResult<Option<String>>;
     /// A 64-bit integer column.
     fn int(&self, column: &str) -> StoreResult<i64>;
+    /// A nullable 64-bit integer column.
+    fn opt_int(&self, column: &str) -> StoreResult<Option<i64>>;
 }
 
 macro_rules! columns_for {
@@ -39,6 +41,9 @@ macro_rules! columns_for {
                 self.try_get(column).map_err(db_err)
             }
             fn int(&self, column: &str) -> StoreResult<i64> {
+                self.try_get(column).map_err(db_err)
+            }
+            fn opt_int(&self, column: &str) -> StoreResult<Option<i64>> {
                 self.try_get(column).map_err(db_err)
             }
         }
@@ -74,6 +79,7 @@ pub(crate) fn approval(row: &impl Columns) -> StoreResult<ApprovalRequest> {
         created_at: from_nanos(&what("created_at"), row.int("created_at")?)?,
         expires_at: from_nanos(&what("expires_at"), row.int("expires_at")?)?,
         consumed_by: row.opt_text("consumed_by")?,
+        context: row.opt_text("context")?.map(|c| from_json::<Value>(&what("context"), &c)).transpose()?,
         id,
     })
 }
@@ -120,6 +126,9 @@ pub(crate) fn decision(row: &impl Columns) -> StoreResult<DecisionRecord> {
         harness_checks: json("harness_checks")?,
         final_verdict: row.text("final_verdict")?,
         created_at: from_nanos(&what("created_at"), row.int("created_at")?)?,
+        prompt_hash: row.opt_text("prompt_hash")?,
+        tool_schema_hash: row.opt_text("tool_schema_hash")?,
+        policy_version: row.opt_text("policy_version")?,
         decision_id: id,
     })
 }
@@ -161,6 +170,12 @@ pub(crate) fn audit_event(row: &impl Columns) -> StoreResult<AuditEvent> {
             policy_us: count("policy_us")?,
             adapter_us: count("adapter_us")?,
         },
+        versions: bridle_core::audit::Versions {
+            agent_id: row.opt_text("agent_id")?,
+            model: row.opt_text("model")?,
+            prompt_hash: row.opt_text("prompt_hash")?,
+            tool_schema_hash: row.opt_text("tool_schema_hash")?,
+        },
         tenant: tenant.clone(),
     };
     Ok(AuditEvent {
@@ -169,5 +184,58 @@ pub(crate) fn audit_event(row: &impl Columns) -> StoreResult<AuditEvent> {
         evidence_digest: row.opt_text("evidence_digest")?,
         prev_hash: row.text("prev_hash")?,
         hash: row.text("hash")?,
+    })
+}
+
+/// A kill switch from the columns `scope_tenant, scope_agent, reason, set_by, set_at` (`''`
+/// stands for "every").
+pub(crate) fn kill_switch(row: &impl Columns) -> StoreResult<bridle_core::kill::KillSwitch> {
+    let any = |s: String| if s.is_empty() { None } else { Some(s) };
+    let scope =
+        bridle_core::kill::KillScope { tenant: any(row.text("scope_tenant")?), agent: any(row.text("scope_agent")?) };
+    Ok(bridle_core::kill::KillSwitch {
+        reason: row.text("reason")?,
+        set_by: row.text("set_by")?,
+        set_at: from_nanos(&format!("kill switch {} set_at", scope.describe()), row.int("set_at")?)?,
+        scope,
+    })
+}
+
+/// The stored form of a kill scope's parts (`''` for "every").
+pub(crate) fn scope_columns(scope: &bridle_core::kill::KillScope) -> (&str, &str) {
+    (scope.tenant.as_deref().unwrap_or(""), scope.agent.as_deref().unwrap_or(""))
+}
+
+/// Columns of an action-history row, in select order.
+pub(crate) const ACTION_COLUMNS: &str = "tenant, job_id, tool, diagnosis, equipment_class, equipment, executed_at, \
+     outcome, outcome_source, rated_by, note, rated_at";
+
+/// An executed action from [`ACTION_COLUMNS`].
+pub(crate) fn action(row: &impl Columns) -> StoreResult<bridle_core::history::ActionRecord> {
+    use bridle_core::history::{Outcome, OutcomeSource, Rating};
+    let job_id = row.text("job_id")?;
+    let what = |field: &str| format!("action of job `{job_id}` {field}");
+    let rating = match (row.opt_text("outcome")?, row.opt_text("outcome_source")?, row.opt_int("rated_at")?) {
+        (Some(outcome), Some(source), Some(at)) => Some(Rating {
+            outcome: Outcome::parse(&outcome)
+                .ok_or_else(|| StoreError::Corrupt(format!("{} `{outcome}` is unknown", what("outcome"))))?,
+            source: OutcomeSource::parse(&source)
+                .ok_or_else(|| StoreError::Corrupt(format!("{} `{source}` is unknown", what("outcome_source"))))?,
+            rated_by: row.opt_text("rated_by")?.unwrap_or_default(),
+            note: row.opt_text("note")?,
+            rated_at: from_nanos(&what("rated_at"), at)?,
+        }),
+        (None, None, None) => None,
+        _ => return Err(StoreError::Corrupt(format!("{} is half-written", what("rating")))),
+    };
+    Ok(bridle_core::history::ActionRecord {
+        tenant: row.text("tenant")?,
+        tool: row.text("tool")?,
+        diagnosis: row.text("diagnosis")?,
+        equipment_class: row.text("equipment_class")?,
+        equipment: row.text("equipment")?,
+        executed_at: from_nanos(&what("executed_at"), row.int("executed_at")?)?,
+        rating,
+        job_id,
     })
 }

@@ -16,6 +16,7 @@ pub(crate) mod auto_actions;
 mod budgets;
 mod decisions;
 mod feedback;
+mod governance;
 mod jobs;
 pub(crate) mod migrate;
 mod run_flags;

@@ -33,6 +33,9 @@ fn record(i: i64, latency_ms: u64) -> DecisionRecord {
         harness_checks: json!({"confidence": 0.8}),
         final_verdict: "accepted".into(),
         created_at: OffsetDateTime::UNIX_EPOCH + Span::seconds(i),
+        prompt_hash: None,
+        tool_schema_hash: None,
+        policy_version: None,
     }
 }
 

@@ -94,6 +94,14 @@ async fn every_demo_scenario_leaves_its_evidence_in_the_store() {
     assert_eq!(executed(&run, "set_temperature"), 1);
     assert_eq!(executed(&run, "replace_part"), 0);
 
+    let run = of_run(&events, "history_escalates_failed_action");
+    assert_eq!(executed(&run, "set_temperature"), 1);
+    // The operator's rating of that execution is audited (call id: the job id).
+    let job = run.iter().find(|e| e.record.kind == EventKind::JobDispatched).unwrap().record.call_id.clone();
+    assert!(events.iter().any(|e| e.record.kind == EventKind::ActionOutcome && e.record.call_id == job));
+    assert_eq!(codes(&run, EventKind::ToolCall).last().map(String::as_str), Some("approval_required"));
+    assert!(run.iter().all(|e| e.record.versions.tool_schema_hash.is_some()));
+
     let run = of_run(&events, "auto_limit_escalates");
     assert_eq!(executed(&run, "set_temperature"), 3);
     assert_eq!(codes(&run, EventKind::ToolCall), ["approval_required"]);

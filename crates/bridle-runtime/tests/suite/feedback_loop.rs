@@ -51,6 +51,9 @@ fn record(i: usize) -> DecisionRecord {
         harness_checks: json!({"schema_valid": true, "params_in_range": true}),
         final_verdict: "executed".into(),
         created_at: T0 + time::Duration::seconds(i64::try_from(i).unwrap()),
+        prompt_hash: None,
+        tool_schema_hash: None,
+        policy_version: None,
     }
 }
 

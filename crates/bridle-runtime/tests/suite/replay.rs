@@ -46,6 +46,9 @@ fn record(i: usize, run: &str, agent: &str) -> DecisionRecord {
         harness_checks: json!({"schema_valid": true, "params_in_range": true}),
         final_verdict: "executed".into(),
         created_at: datetime!(2026-01-01 00:00 UTC) + time::Duration::seconds(i64::try_from(i).unwrap()),
+        prompt_hash: None,
+        tool_schema_hash: None,
+        policy_version: None,
     }
 }
 

@@ -10,11 +10,13 @@
 
 mod actions;
 mod feedback;
+mod governance;
 mod postgres;
 mod sqlite;
 
 use actions::{auto_window_slides_per_tenant_and_resource, concurrent_auto_admissions_never_pass_the_limit};
 use feedback::{feedback_rates_decisions_of_its_own_tenant, models_move_stage_by_compare_and_set};
+use governance::{action_history_rates_in_place_and_filters, kill_switches_cover_their_scope_until_lifted};
 
 use std::collections::BTreeMap;
 
@@ -112,6 +114,8 @@ contract!(
     concurrent_auto_admissions_never_pass_the_limit,
     feedback_rates_decisions_of_its_own_tenant,
     models_move_stage_by_compare_and_set,
+    kill_switches_cover_their_scope_until_lifted,
+    action_history_rates_in_place_and_filters,
 );
 
 mod evidence;
@@ -539,6 +543,14 @@ fn record(tenant: &str, i: u64) -> AuditRecord {
         code: (!odd).then(|| "policy_denied".into()),
         reason: i.is_multiple_of(4).then(|| format!("reason «{i}» with \"quotes\"")),
         timings: Timings { total_us: i * 7, policy_us: i, adapter_us: i * 3 },
+        // Every version field round-trips through each store (and is absent on some events,
+        // as on events written before they existed).
+        versions: bridle_core::audit::Versions {
+            agent_id: odd.then(|| "advisor".into()),
+            model: odd.then(|| "m-1".into()),
+            prompt_hash: (i % 3 == 2).then(|| format!("{i:064x}")),
+            tool_schema_hash: (!i.is_multiple_of(4)).then(|| "tools-1".into()),
+        },
     }
 }
 
@@ -596,6 +608,9 @@ fn decision(id: &str, tenant: &str, at: OffsetDateTime) -> DecisionRecord {
         harness_checks: json!([{"check": "schema", "ok": true}]),
         final_verdict: "accepted".into(),
         created_at: at,
+        prompt_hash: Some(format!("p-{id}")),
+        tool_schema_hash: Some("tools-1".into()),
+        policy_version: None,
     }
 }
 

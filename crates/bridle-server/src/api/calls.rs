@@ -42,6 +42,9 @@ pub struct CallBody {
     /// Decide only: consume, create, store and execute nothing.
     #[serde(default)]
     pub dry_run: bool,
+    /// The registered agent (`[[agents]]` id) the call is made for: it must be registered and
+    /// allowed the tool (else `policy_denied`), and its kill switch applies. Absent: no agent.
+    pub agent: Option<String>,
 }
 
 /// Runs the call(s) through the gate.
@@ -71,6 +74,7 @@ pub async fn call(
         approval_id: body.approval_id.clone(),
         idempotency_key: body.idempotency_key.clone(),
         dry_run: body.dry_run,
+        agent: body.agent.clone(),
         ..CallRequest::default()
     };
     match (body.tool, body.answer) {

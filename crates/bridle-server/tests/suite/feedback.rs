@@ -46,6 +46,9 @@ fn decision(id: &str, tenant: &str) -> DecisionRecord {
         harness_checks: json!({}),
         final_verdict: "executed".into(),
         created_at: time::OffsetDateTime::now_utc(),
+        prompt_hash: None,
+        tool_schema_hash: None,
+        policy_version: None,
     }
 }
 

@@ -40,10 +40,13 @@ async fn the_document_lists_every_route() {
         ("/v1/drift", "get"),
         ("/v1/decisions/{id}/feedback", "post"),
         ("/v1/feedback", "get"),
+        ("/v1/kill", "post"),
+        ("/v1/kill", "get"),
+        ("/v1/kill/lift", "post"),
     ] {
         assert!(paths.get(path).and_then(|p| p.get(method)).is_some(), "{method} {path} missing");
     }
-    assert_eq!(paths.len(), 26, "no undocumented extras: {:?}", paths.keys().collect::<Vec<_>>());
+    assert_eq!(paths.len(), 28, "no undocumented extras: {:?}", paths.keys().collect::<Vec<_>>());
     assert_eq!(doc["components"]["securitySchemes"]["bearer"]["scheme"], "bearer");
     let calls = doc["paths"]["/v1/calls"]["post"]["responses"]["200"]["description"].as_str().unwrap();
     assert!(calls.contains("200 responses carrying the verdict"), "{calls}");

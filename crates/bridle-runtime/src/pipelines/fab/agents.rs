@@ -40,29 +40,29 @@ pub fn diagnosis_schema() -> Value {
     })
 }
 
-/// The Diagnostician.
-pub fn diagnostician() -> AgentSpec {
-    AgentSpec::new(
-        DIAGNOSTICIAN,
-        "You diagnose semiconductor equipment anomalies. From the anomaly event, list up to five candidate \
-         root causes with a confidence between 0 and 1 each and the evidence for it. Answer with a JSON object \
-         {\"candidates\": [{\"cause\", \"confidence\", \"evidence\"}]}.",
-        diagnosis_schema(),
-    )
+/// The Diagnostician's built-in prompt (used when `[[agents]]` registers none).
+pub const DIAGNOSTICIAN_PROMPT: &str = "You diagnose semiconductor equipment anomalies. From the anomaly event, list up to \
+     five candidate root causes with a confidence between 0 and 1 each and the evidence for it. Answer with a JSON \
+     object {\"candidates\": [{\"cause\", \"confidence\", \"evidence\"}]}.";
+
+/// The Advisor's built-in prompt template; `{actions}` becomes the list of tools it may propose.
+pub const ADVISOR_PROMPT: &str = "You advise the corrective action for a diagnosed equipment anomaly. Propose exactly \
+     one action from this list, with its parameters:\n{actions}\nAnswer with a JSON object {\"action_id\", \
+     \"parameters\", \"confidence\", \"reasoning\"}. If an operator rejected an earlier proposal, the reasons are \
+     given: propose something different that addresses them.";
+
+/// The Diagnostician, with the registered prompt template when there is one.
+pub fn diagnostician(template: Option<&str>) -> AgentSpec {
+    AgentSpec::new(DIAGNOSTICIAN, template.unwrap_or(DIAGNOSTICIAN_PROMPT), diagnosis_schema())
 }
 
-/// The Advisor, offered the tools it may propose (name and description).
-pub fn advisor(actions: &[(String, String)]) -> AgentSpec {
+/// The Advisor, offered the tools it may propose (name and description), with the registered
+/// prompt template when there is one (`{actions}` replaced by the list).
+pub fn advisor(actions: &[(String, String)], template: Option<&str>) -> AgentSpec {
     let list: Vec<String> = actions.iter().map(|(name, what)| format!("- {name}: {what}")).collect();
     AgentSpec::new(
         ADVISOR,
-        format!(
-            "You advise the corrective action for a diagnosed equipment anomaly. Propose exactly one action \
-             from this list, with its parameters:\n{}\nAnswer with a JSON object {{\"action_id\", \"parameters\", \
-             \"confidence\", \"reasoning\"}}. If an operator rejected an earlier proposal, the reasons are given: \
-             propose something different that addresses them.",
-            list.join("\n")
-        ),
+        template.unwrap_or(ADVISOR_PROMPT).replace("{actions}", &list.join("\n")),
         advisor_output_schema(),
     )
 }
@@ -125,6 +125,9 @@ pub fn record(
             harness_checks: harness,
             final_verdict: verdict.to_owned(),
             created_at: context.created_at,
+            prompt_hash: None,
+            tool_schema_hash: None,
+            policy_version: None,
         },
     }
 }

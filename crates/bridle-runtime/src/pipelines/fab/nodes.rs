@@ -32,9 +32,17 @@ fn decision_context(fab: &Fab, ctx: &NodeContext, agent: &str) -> DecisionContex
     }
 }
 
+/// The call on `agent`'s behalf when the configuration registers agents (`[[agents]]`); with
+/// none registered, calls name no agent, as before the registry existed.
+fn on_behalf(fab: &Fab, request: CallRequest, agent: &str) -> CallRequest {
+    if fab.gate.config().agents.is_empty() { request } else { request.for_agent(agent) }
+}
+
 /// Stores a decision record; one recorded by an earlier attempt of the task is kept.
 async fn keep(fab: &Fab, record: &bridle_core::decision::DecisionRecord) -> Result<(), NodeError> {
-    crate::agent::record_once(fab.gate.stores().decisions.as_ref(), record)
+    let mut record = record.clone();
+    fab.gate.stamp_decision(&mut record);
+    crate::agent::record_once(fab.gate.stores().decisions.as_ref(), &record)
         .await
         .map_err(|e| NodeError::transient(Code::StateUnavailable, format!("decision log: {e}")))
 }
@@ -149,7 +157,7 @@ fn diagnosis_value(c: &Candidate, chosen_by: &str, options: usize) -> Value {
 /// Reads the equipment's running recipe through the gate (the reader identity).
 pub(super) async fn read_recipe(fab: Arc<Fab>, s: State, ctx: NodeContext) -> Result<Update, NodeError> {
     let equipment = s.get("anomaly").and_then(|a| a.get("equipment")).cloned().unwrap_or(Value::Null);
-    let request = CallRequest::new("get_recipe", json!({"equipment": equipment}));
+    let request = on_behalf(&fab, CallRequest::new("get_recipe", json!({"equipment": equipment})), ADVISOR);
     let outcome = call_tool(&fab.gate, &ctx, &fab.principal, &run_context(&s, &ctx), request).await?;
     Ok(match outcome.result() {
         Some(recipe) => Update::new().set("recipe", recipe),
@@ -238,7 +246,24 @@ fn signals(s: &State, advice: &Value) -> CallSignals {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
-    CallSignals { confidence, candidates: 0, tainted: false, degraded }
+    CallSignals { confidence, candidates: 0, tainted: false, degraded, history: None }
+}
+
+/// The history a proposal of this run is judged against: the chosen cause and the class of the
+/// anomalous equipment (`class` in its `[[adapter.memory]]` state; its own name when absent).
+fn history_key(fab: &Fab, s: &State) -> Option<bridle_core::history::HistoryKey> {
+    let diagnosis = s.get("diagnosis").and_then(|d| d.get("cause")).and_then(Value::as_str)?;
+    let equipment = s.get("anomaly").and_then(|a| a.get("equipment")).and_then(Value::as_str)?;
+    let class = fab
+        .gate
+        .config()
+        .memory_adapter
+        .iter()
+        .find(|m| m.tenant == fab.principal.tenant && m.key == equipment)
+        .and_then(|m| m.state.get("class"))
+        .and_then(Value::as_str)
+        .unwrap_or(equipment);
+    Some(bridle_core::history::HistoryKey { diagnosis: diagnosis.to_owned(), equipment_class: class.to_owned() })
 }
 
 fn executed(outcome: &CallOutcome, result: &Value) -> Value {
@@ -270,6 +295,8 @@ pub(super) async fn propose(fab: Arc<Fab>, s: State, ctx: NodeContext) -> Result
     let mut request =
         CallRequest::new(&tool, arguments.clone()).with_key(&format!("{}/round-{round}/propose", ctx.thread_id()));
     request.signals = signals(&s, &advice);
+    request.signals.history = history_key(&fab, &s);
+    let request = on_behalf(&fab, request, ADVISOR);
     let outcome = call_tool(&fab.gate, &ctx, &fab.principal, &run_context(&s, &ctx), request.clone()).await?;
     let code = outcome.code();
     // The contract's verdict (range, step) and the state rule's (delta), kept apart: a replay can
@@ -358,6 +385,8 @@ pub(super) async fn await_approval(fab: Arc<Fab>, s: State, ctx: NodeContext) ->
                 let call = CallRequest::new(tool, arguments)
                     .with_approval(&id)
                     .with_key(&format!("{}/round-{round}/execute", ctx.thread_id()));
+                let mut call = on_behalf(&fab, call, ADVISOR);
+                call.signals.history = history_key(&fab, &s);
                 let outcome = call_tool(&fab.gate, &ctx, &fab.principal, &run_context(&s, &ctx), call).await?;
                 let result = match outcome.result() {
                     Some(result) => executed(&outcome, result),

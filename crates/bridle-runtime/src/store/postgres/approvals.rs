@@ -18,7 +18,7 @@ use super::{PostgresStore, db_err, to_i64, to_json, to_nanos, violates};
 
 /// The columns [`decode`] reads, in a SELECT list (`grants` as JSON text).
 pub(super) const COLUMNS: &str = "id, tenant, plan, plan_hash, requester, level, status, grants::text AS grants, \
-     grant_count, rejection_reason, created_at, expires_at, consumed_by";
+     grant_count, rejection_reason, created_at, expires_at, consumed_by, context";
 
 /// A request of `tenant` by id, read through `conn` (inside a transaction when it matters).
 pub(super) async fn fetch(conn: &mut PgConnection, tenant: &str, id: &str) -> StoreResult<Option<ApprovalRequest>> {
@@ -57,8 +57,8 @@ impl ApprovalLedger for PostgresStore {
         let what = |field: &str| format!("approval `{}` {field}", r.id);
         let inserted = sqlx::query(
             "INSERT INTO approvals (id, tenant, plan, plan_hash, requester, level, status, grants, grant_count,
-                 rejection_reason, rejected_by, created_at, expires_at, consumed_by)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, NULL, $11, $12, $13)",
+                 rejection_reason, rejected_by, created_at, expires_at, consumed_by, context)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, NULL, $11, $12, $13, $14)",
         )
         .bind(&r.id)
         .bind(&r.tenant)
@@ -73,6 +73,7 @@ impl ApprovalLedger for PostgresStore {
         .bind(to_nanos(&what("created_at"), r.created_at)?)
         .bind(to_nanos(&what("expires_at"), r.expires_at)?)
         .bind(&r.consumed_by)
+        .bind(r.context.as_ref().map(serde_json::Value::to_string))
         .execute(&self.pool)
         .await;
         match inserted {

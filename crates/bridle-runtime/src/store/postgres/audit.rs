@@ -35,16 +35,17 @@ const PRUNE_PAGE: i64 = 1000;
 /// Stored columns, in insert order.
 const COLUMNS: &str = "tenant, seq, kind, call_id, at, at_offset, subject, run_id, incident, tool, \
      policy_version, plan_hash, executor_identity, approval_id, approver, decision, code, reason, total_us, \
-     policy_us, adapter_us, prev_hash, hash, evidence_digest";
+     policy_us, adapter_us, prev_hash, hash, evidence_digest, agent_id, model, prompt_hash, tool_schema_hash";
 
 /// Inserts a batch: each parameter is one column as an array, in [`COLUMNS`] order.
 const INSERT: &str = "INSERT INTO audit_events (tenant, seq, kind, call_id, at, at_offset, subject, run_id, incident,
          tool, policy_version, plan_hash, executor_identity, approval_id, approver, decision, code, reason,
-         total_us, policy_us, adapter_us, prev_hash, hash, evidence_digest)
+         total_us, policy_us, adapter_us, prev_hash, hash, evidence_digest, agent_id, model, prompt_hash,
+         tool_schema_hash)
      SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::bigint[],
          $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[],
          $15::text[], $16::text[], $17::text[], $18::text[], $19::bigint[], $20::bigint[], $21::bigint[],
-         $22::text[], $23::text[], $24::text[])";
+         $22::text[], $23::text[], $24::text[], $25::text[], $26::text[], $27::text[], $28::text[])";
 
 /// A batch of events as column arrays.
 #[derive(Default)]
@@ -73,6 +74,10 @@ struct Columns {
     prev_hash: Vec<String>,
     hash: Vec<String>,
     evidence_digest: Vec<Option<String>>,
+    agent_id: Vec<Option<String>>,
+    model: Vec<Option<String>>,
+    prompt_hash: Vec<Option<String>>,
+    tool_schema_hash: Vec<Option<String>>,
 }
 
 impl Columns {
@@ -105,6 +110,10 @@ impl Columns {
         self.prev_hash.push(event.prev_hash.clone());
         self.hash.push(event.hash.clone());
         self.evidence_digest.push(event.evidence_digest.clone());
+        self.agent_id.push(r.versions.agent_id.clone());
+        self.model.push(r.versions.model.clone());
+        self.prompt_hash.push(r.versions.prompt_hash.clone());
+        self.tool_schema_hash.push(r.versions.tool_schema_hash.clone());
         Ok(())
     }
 
@@ -134,6 +143,10 @@ impl Columns {
             .bind(self.prev_hash)
             .bind(self.hash)
             .bind(self.evidence_digest)
+            .bind(self.agent_id)
+            .bind(self.model)
+            .bind(self.prompt_hash)
+            .bind(self.tool_schema_hash)
             .execute(conn)
             .await
             .map_err(db_err)?;

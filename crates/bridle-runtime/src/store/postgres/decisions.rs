@@ -19,8 +19,9 @@ impl DecisionLog for PostgresStore {
         let what = |field: &str| format!("decision `{}` {field}", d.decision_id);
         let inserted = sqlx::query(
             "INSERT INTO decisions (decision_id, pipeline_run_id, tenant, agent, model, input, output,
-                 prompt_tokens, completion_tokens, latency_ms, harness_checks, final_verdict, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+                 prompt_tokens, completion_tokens, latency_ms, harness_checks, final_verdict, created_at,
+                 prompt_hash, tool_schema_hash, policy_version)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
         )
         .bind(&d.decision_id)
         .bind(&d.pipeline_run_id)
@@ -35,6 +36,9 @@ impl DecisionLog for PostgresStore {
         .bind(to_json(&what("harness_checks"), &d.harness_checks)?)
         .bind(&d.final_verdict)
         .bind(to_nanos(&what("created_at"), d.created_at)?)
+        .bind(&d.prompt_hash)
+        .bind(&d.tool_schema_hash)
+        .bind(&d.policy_version)
         .execute(&self.pool)
         .await;
         match inserted {
@@ -49,7 +53,8 @@ impl DecisionLog for PostgresStore {
     async fn recent(&self, tenant: &str, limit: u32) -> StoreResult<Vec<DecisionRecord>> {
         let rows = sqlx::query(
             "SELECT decision_id, pipeline_run_id, tenant, agent, model, input, output, prompt_tokens,
-                 completion_tokens, latency_ms, harness_checks, final_verdict, created_at
+                 completion_tokens, latency_ms, harness_checks, final_verdict, created_at, prompt_hash,
+                 tool_schema_hash, policy_version
              FROM decisions WHERE tenant = $1 ORDER BY created_at DESC, n LIMIT $2",
         )
         .bind(tenant)

@@ -41,6 +41,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "feedback_models",
         sql: include_str!("../../../migrations/postgres/0005_feedback_models.sql"),
     },
+    Migration { version: 6, name: "governance", sql: include_str!("../../../migrations/postgres/0006_governance.sql") },
 ];
 
 /// The advisory lock key that serializes migration runs (`bridle` as ASCII, an arbitrary

@@ -16,7 +16,7 @@ use super::{SqliteStore, db_err, is_unique_violation, to_i64, to_json, to_nanos}
 
 /// The columns [`decode`] reads, in a SELECT list.
 pub(super) const COLUMNS: &str = "id, tenant, plan, plan_hash, requester, level, status, grants, grant_count, \
-     rejection_reason, created_at, expires_at, consumed_by";
+     rejection_reason, created_at, expires_at, consumed_by, context";
 
 /// A request of `tenant` by id, read through `conn` (inside a transaction when it matters).
 pub(super) async fn fetch(conn: &mut SqliteConnection, tenant: &str, id: &str) -> StoreResult<Option<ApprovalRequest>> {
@@ -51,8 +51,8 @@ impl ApprovalLedger for SqliteStore {
         let what = |field: &str| format!("approval `{}` {field}", r.id);
         let inserted = sqlx::query(
             "INSERT INTO approvals (id, tenant, plan, plan_hash, requester, level, status, grants, grant_count,
-                 rejection_reason, rejected_by, created_at, expires_at, consumed_by)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)",
+                 rejection_reason, rejected_by, created_at, expires_at, consumed_by, context)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?)",
         )
         .bind(&r.id)
         .bind(&r.tenant)
@@ -67,6 +67,7 @@ impl ApprovalLedger for SqliteStore {
         .bind(to_nanos(&what("created_at"), r.created_at)?)
         .bind(to_nanos(&what("expires_at"), r.expires_at)?)
         .bind(&r.consumed_by)
+        .bind(r.context.as_ref().map(serde_json::Value::to_string))
         .execute(&self.writer)
         .await;
         match inserted {

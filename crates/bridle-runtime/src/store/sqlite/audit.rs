@@ -18,11 +18,11 @@ use super::{SqliteStore, db_err, enum_name, to_i64, to_nanos, to_u64};
 /// Stored columns, in insert order.
 const COLUMNS: &str = "tenant, seq, kind, call_id, at, at_offset, subject, run_id, incident, tool, \
      policy_version, plan_hash, executor_identity, approval_id, approver, decision, code, reason, total_us, \
-     policy_us, adapter_us, prev_hash, hash, evidence_digest";
+     policy_us, adapter_us, prev_hash, hash, evidence_digest, agent_id, model, prompt_hash, tool_schema_hash";
 /// How many columns [`COLUMNS`] names.
-const WIDTH: usize = 24;
+const WIDTH: usize = 28;
 /// Rows per INSERT statement, largest first: a batch is cut into these sizes so only a few
-/// distinct statements are ever prepared (24 × 100 parameters stays far below SQLite's limit).
+/// distinct statements are ever prepared (28 × 100 parameters stays far below SQLite's limit).
 const CHUNKS: [usize; 3] = [100, 10, 1];
 /// Events whose evidence one prune transaction drops.
 const PRUNE_PAGE: i64 = 1000;
@@ -94,7 +94,11 @@ async fn insert(conn: &mut SqliteConnection, rows: &[Stored<'_>]) -> StoreResult
             .bind(s.adapter_us)
             .bind(&s.event.prev_hash)
             .bind(&s.event.hash)
-            .bind(&s.event.evidence_digest);
+            .bind(&s.event.evidence_digest)
+            .bind(&r.versions.agent_id)
+            .bind(&r.versions.model)
+            .bind(&r.versions.prompt_hash)
+            .bind(&r.versions.tool_schema_hash);
     }
     q.execute(conn).await.map_err(db_err)?;
     Ok(())

@@ -35,6 +35,7 @@ const MIGRATIONS: &[Migration] = &[
         name: "feedback_models",
         sql: include_str!("../../../migrations/sqlite/0006_feedback_models.sql"),
     },
+    Migration { version: 7, name: "governance", sql: include_str!("../../../migrations/sqlite/0007_governance.sql") },
 ];
 
 /// The SQL of every migration, oldest first (for a throwaway in-memory database opened by

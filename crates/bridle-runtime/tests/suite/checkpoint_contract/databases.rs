@@ -147,7 +147,8 @@ async fn postgres_concurrent_openers_migrate_once_and_newer_schemas_are_refused(
         // The checkpoints (1), the stores (2), audit evidence (3) and whatever came later: every
         // schema is applied by any opener, each once.
         assert!(versions.starts_with(&[1, 2, 3]), "versions {versions:?}");
-        assert!(versions.windows(2).all(|w| w[1] == w[0] + 1), "versions {versions:?}");
+        // Strictly increasing; numbers are assigned per branch, so one may be missing until merged.
+        assert!(versions.windows(2).all(|w| w[1] > w[0]), "versions {versions:?}");
         sqlx::query(&format!("INSERT INTO {schema}.schema_migrations (version, name) VALUES (999, 'future')"))
             .execute(&admin)
             .await?;

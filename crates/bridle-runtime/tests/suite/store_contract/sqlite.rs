@@ -62,7 +62,7 @@ async fn reopening_a_file_keeps_data_and_continues_the_chain() -> anyhow::Result
     let db = raw(&path).await?;
     let versions: Vec<i64> = sqlx::query_scalar("SELECT version FROM schema_migrations").fetch_all(&db).await?;
     assert!(versions.starts_with(&[1, 2, 3, 4]), "versions {versions:?}");
-    assert!(versions.windows(2).all(|w| w[1] == w[0] + 1), "versions {versions:?}");
+    assert!(versions.windows(2).all(|w| w[1] > w[0]), "versions {versions:?}");
     let mode: String = sqlx::query_scalar("PRAGMA journal_mode").fetch_one(&db).await?;
     assert_eq!(mode, "wal");
     Ok(())

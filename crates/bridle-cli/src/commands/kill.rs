@@ -1,0 +1,99 @@
+//! `bridle kill`: set or lift a kill switch on the store, and print the work it leaves
+//! unfinished. An operator tool (like `bridle approvals`): whoever can open the store can use
+//! it; over the API the same needs the `kill:set` / `kill:lift` scopes. The work is
+//! `bridle_runtime::kill`, which also audits every switch.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use bridle_core::kill::KillScope;
+use bridle_core::ports::SystemClock;
+use bridle_runtime::gate::Gate;
+use bridle_runtime::kill::KillReport;
+use serde_json::json;
+
+use super::out;
+
+/// What `bridle kill` was asked.
+pub struct Args<'a> {
+    pub config: Option<&'a Path>,
+    pub db: Option<&'a str>,
+    pub json: bool,
+    pub all: bool,
+    pub tenant: Option<&'a str>,
+    pub agent: Option<&'a str>,
+    pub reason: &'a str,
+    pub by: &'a str,
+    pub lift: bool,
+}
+
+/// Sets (or with `--lift` lifts) the switch of the scope given.
+pub async fn run(args: &Args<'_>) -> anyhow::Result<ExitCode> {
+    let scope = match (args.all, args.tenant, args.agent) {
+        (true, None, None) => KillScope::all(),
+        (false, None, None) => bail!("name a scope: --all, --tenant T, --agent A (or --tenant T --agent A)"),
+        (true, _, _) => bail!("--all covers everything: give it alone"),
+        (false, tenant, agent) => KillScope { tenant: tenant.map(str::to_owned), agent: agent.map(str::to_owned) },
+    };
+    if args.reason.trim().is_empty() {
+        bail!("--reason must not be empty");
+    }
+    let config = Arc::new(super::config(args.config)?);
+    let url = args.db.or(config.store_url.as_deref()).unwrap_or("sqlite://bridle-data/bridle.db").to_owned();
+    let stores = super::stores(&config, Some(&url)).await?;
+    let checkpoints = config.runtime.checkpoints_url.clone().unwrap_or_else(|| url.clone());
+    let checkpointer = bridle_runtime::checkpoint::open_checkpointer(&checkpoints, config.runtime.strictness)
+        .await
+        .with_context(|| format!("opening checkpoints `{checkpoints}`"))?;
+    let adapter = Arc::new(bridle_runtime::adapter::MemoryAdapter::from_config(&config));
+    let gate = Gate::new(config, stores, adapter, Arc::new(SystemClock));
+    let report = if args.lift {
+        bridle_runtime::kill::lift(&gate, args.by, scope, args.reason).await.context("lifting the kill switch")?
+    } else {
+        bridle_runtime::kill::set(&gate, Some(&checkpointer), None, args.by, scope, args.reason)
+            .await
+            .context("setting the kill switch")?
+    };
+    print(&report, args.lift, args.json)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print(report: &KillReport, lift: bool, as_json: bool) -> anyhow::Result<()> {
+    if as_json {
+        let action = if lift { "lifted" } else { "set" };
+        return out::line(&json!({"action": action, "report": report}).to_string());
+    }
+    let scope = report.switch.scope.describe();
+    match (lift, report.changed) {
+        (false, true) => out::line(&format!("kill switch set for {scope}: {}", report.switch.reason))?,
+        (false, false) => out::line(&format!("kill switch for {scope} was already on; reason updated"))?,
+        (true, true) => out::line(&format!("kill switch for {scope} lifted"))?,
+        (true, false) => out::line(&format!("no kill switch was on for exactly {scope}"))?,
+    }
+    if lift {
+        return Ok(());
+    }
+    let u = &report.unfinished;
+    out::line(&format!("pending approvals: {}", u.pending_approvals.len()))?;
+    for a in &u.pending_approvals {
+        out::line(&format!(
+            "  {}\t{}\t{}\t{}\trequested by {}",
+            a.id,
+            a.tenant,
+            a.plan.tool,
+            a.level.as_str(),
+            a.requester
+        ))?;
+    }
+    out::line(&format!("jobs not final: {}", u.jobs.len()))?;
+    for j in &u.jobs {
+        out::line(&format!("  {}\t{}\t{}\t{}", j.id, j.tenant, j.plan.tool, j.status.as_str()))?;
+    }
+    out::line(&format!("paused or interrupted runs: {}", u.paused_runs.len()))?;
+    for r in &u.paused_runs {
+        out::line(&format!("  {}\t{}\t{}\tstep {}", r.thread_id, r.graph, r.status.as_str(), r.step))?;
+    }
+    Ok(())
+}

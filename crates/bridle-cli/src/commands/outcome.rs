@@ -1,0 +1,58 @@
+//! `bridle outcome`: an operator rates an executed action (by its job id) a success or a
+//! failure, for the action history the gate weighs future proposals against. The work is
+//! `bridle_runtime::history::rate`, which audits it.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::bail;
+use bridle_core::history::{Outcome, OutcomeSource, Rating};
+use bridle_core::ports::SystemClock;
+use bridle_runtime::gate::Gate;
+use serde_json::json;
+
+use super::out;
+
+/// What `bridle outcome` was asked.
+pub struct Args<'a> {
+    pub config: Option<&'a Path>,
+    pub db: Option<&'a str>,
+    pub json: bool,
+    pub tenant: &'a str,
+    pub job: &'a str,
+    pub failure: bool,
+    pub note: Option<&'a str>,
+    pub by: &'a str,
+}
+
+pub async fn run(args: &Args<'_>) -> anyhow::Result<ExitCode> {
+    let config = Arc::new(super::config(args.config)?);
+    let stores = super::stores(&config, args.db).await?;
+    let adapter = Arc::new(bridle_runtime::adapter::MemoryAdapter::from_config(&config));
+    let gate = Gate::new(config, stores, adapter, Arc::new(SystemClock));
+    let rating = Rating {
+        outcome: if args.failure { Outcome::Failure } else { Outcome::Success },
+        source: OutcomeSource::Operator,
+        rated_by: args.by.to_owned(),
+        note: args.note.map(str::to_owned),
+        rated_at: time::OffsetDateTime::now_utc(),
+    };
+    let Some(action) = bridle_runtime::history::rate(&gate, args.tenant, args.job, &rating).await? else {
+        bail!("no executed action with job `{}` in tenant `{}`", args.job, args.tenant);
+    };
+    if args.json {
+        out::line(&json!({"action": action}).to_string())?;
+    } else {
+        out::line(&format!(
+            "job {}: {} `{}` for `{}` on {} rated {}",
+            action.job_id,
+            action.tool,
+            action.equipment,
+            action.diagnosis,
+            action.equipment_class,
+            rating.outcome.as_str()
+        ))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,98 @@
+//! The kill switch and the action history: switches per exact scope, the covering read the gate
+//! makes on every call, and executed actions rated in place.
+
+use anyhow::ensure;
+use bridle_core::history::{ActionRecord, Outcome, OutcomeSource, Rating};
+use bridle_core::kill::{KillScope, KillSwitch};
+use bridle_runtime::store::Stores;
+
+use super::secs;
+
+fn switch(scope: KillScope, at: i64) -> KillSwitch {
+    KillSwitch { scope, reason: format!("reason {at}"), set_by: "ops-lead".into(), set_at: secs(at) }
+}
+
+pub async fn kill_switches_cover_their_scope_until_lifted(s: Stores) -> anyhow::Result<()> {
+    let k = &s.kills;
+    ensure!(k.active_kills().await?.is_empty());
+    ensure!(k.kill_covering("fab-1", Some("advisor")).await?.is_none());
+    // An agent switch covers that agent's calls in every tenant, nothing else.
+    ensure!(k.set_kill(&switch(KillScope::agent("advisor"), 1)).await?, "newly set");
+    ensure!(k.kill_covering("fab-1", Some("advisor")).await?.map(|s| s.scope) == Some(KillScope::agent("advisor")));
+    ensure!(k.kill_covering("fab-2", Some("advisor")).await?.is_some());
+    ensure!(k.kill_covering("fab-1", Some("diagnostician")).await?.is_none());
+    ensure!(k.kill_covering("fab-1", None).await?.is_none(), "a call on no agent's behalf");
+    // A tenant switch covers every call of the tenant; setting it again replaces its reason.
+    ensure!(k.set_kill(&switch(KillScope::tenant("fab-2"), 2)).await?);
+    ensure!(!k.set_kill(&switch(KillScope::tenant("fab-2"), 3)).await?, "already on");
+    let got = k.kill_covering("fab-2", None).await?;
+    ensure!(got == Some(switch(KillScope::tenant("fab-2"), 3)), "{got:?}");
+    // The oldest covering switch is the one reported.
+    ensure!(k.kill_covering("fab-2", Some("advisor")).await?.map(|s| s.set_at) == Some(secs(1)));
+    ensure!(k.kill_covering("fab-1", None).await?.is_none());
+    // All.
+    ensure!(k.set_kill(&switch(KillScope::all(), 4)).await?);
+    ensure!(k.kill_covering("other", None).await?.map(|s| s.scope) == Some(KillScope::all()));
+    let active = k.active_kills().await?;
+    ensure!(active.len() == 3 && active.first().map(|s| s.set_at) == Some(secs(1)), "{active:?}");
+    // Lifting is per exact scope.
+    ensure!(k.lift_kill(&KillScope::tenant("fab-1")).await?.is_none());
+    ensure!(k.lift_kill(&KillScope::all()).await? == Some(switch(KillScope::all(), 4)));
+    ensure!(k.lift_kill(&KillScope::all()).await?.is_none(), "lifted once");
+    ensure!(k.kill_covering("other", None).await?.is_none());
+    let both = KillScope { tenant: Some("fab-1".into()), agent: Some("chat".into()) };
+    ensure!(k.set_kill(&switch(both.clone(), 5)).await?);
+    ensure!(k.kill_covering("fab-1", Some("chat")).await?.map(|s| s.scope) == Some(both.clone()));
+    ensure!(k.kill_covering("fab-3", Some("chat")).await?.is_none());
+    ensure!(k.lift_kill(&both).await?.is_some());
+    ensure!(k.lift_kill(&KillScope::agent("advisor")).await?.is_some());
+    ensure!(k.lift_kill(&KillScope::tenant("fab-2")).await?.is_some());
+    ensure!(k.active_kills().await?.is_empty());
+    Ok(())
+}
+
+fn action(job: &str, tool: &str, class: &str, at: i64) -> ActionRecord {
+    ActionRecord {
+        tenant: "fab-1".into(),
+        job_id: job.into(),
+        tool: tool.into(),
+        diagnosis: "heater drift".into(),
+        equipment_class: class.into(),
+        equipment: format!("{class}-01"),
+        executed_at: secs(at),
+        rating: None,
+    }
+}
+
+pub async fn action_history_rates_in_place_and_filters(s: Stores) -> anyhow::Result<()> {
+    let h = &s.history;
+    h.record_action(&action("j1", "set_temperature", "cvd", 10)).await?;
+    h.record_action(&action("j2", "set_temperature", "cvd", 20)).await?;
+    h.record_action(&action("j3", "set_temperature", "etch", 30)).await?;
+    h.record_action(&action("j4", "hold_equipment", "cvd", 40)).await?;
+    // Recording a job again changes nothing.
+    h.record_action(&action("j1", "set_temperature", "cvd", 99)).await?;
+    let rating = Rating {
+        outcome: Outcome::Failure,
+        source: OutcomeSource::Operator,
+        rated_by: "operator-kim".into(),
+        note: Some("drift came back «within» the hour".into()),
+        rated_at: secs(50),
+    };
+    let rated = h.rate_action("fab-1", "j1", &rating).await?;
+    ensure!(rated.as_ref().and_then(|a| a.rating.clone()) == Some(rating.clone()), "{rated:?}");
+    ensure!(rated.map(|a| a.executed_at) == Some(secs(10)));
+    ensure!(h.rate_action("fab-1", "nope", &rating).await?.is_none());
+    ensure!(h.rate_action("fab-2", "j1", &rating).await?.is_none(), "another tenant's job");
+    let observed = Rating { outcome: Outcome::Success, source: OutcomeSource::Observation, note: None, ..rating };
+    h.rate_action("fab-1", "j2", &observed).await?;
+    let got = h.action_history("fab-1", "set_temperature", "heater drift", "cvd", secs(0)).await?;
+    let jobs: Vec<&str> = got.iter().map(|a| a.job_id.as_str()).collect();
+    ensure!(jobs == ["j2", "j1"], "newest first, one class: {jobs:?}");
+    ensure!(got.first().and_then(ActionRecord::outcome) == Some(Outcome::Success));
+    let recent = h.action_history("fab-1", "set_temperature", "heater drift", "cvd", secs(15)).await?;
+    ensure!(recent.len() == 1, "window: {recent:?}");
+    ensure!(h.action_history("fab-1", "set_temperature", "other", "cvd", secs(0)).await?.is_empty());
+    ensure!(h.action_history("fab-2", "set_temperature", "heater drift", "cvd", secs(0)).await?.is_empty());
+    Ok(())
+}

@@ -1,0 +1,120 @@
+//! `/v1/kill`: the kill switch of the caller's tenant (or of one agent within it). Setting needs
+//! `kill:set`, lifting `kill:lift`; the tenant is always the token's, so no tenant can stop or
+//! release another. Every replica sharing the store rejects the scope's calls with `killed` from
+//! its next call on; runs of this server in scope are asked to stop. Global switches (`--all`,
+//! an agent in every tenant) are the operator's `bridle kill`.
+
+use axum::Json;
+use axum::extract::State;
+use bridle_core::kill::KillScope;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use utoipa::ToSchema;
+
+use super::Caller;
+use crate::AppState;
+use crate::error::ApiError;
+use crate::limits::JsonBody;
+
+/// Scope needed to set a kill switch.
+pub const SCOPE_KILL_SET: &str = "kill:set";
+/// Scope needed to lift one.
+pub const SCOPE_KILL_LIFT: &str = "kill:lift";
+
+/// Body of a kill or a lift.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KillBody {
+    /// Only this registered agent's calls (within the caller's tenant); absent: every call of
+    /// the tenant.
+    #[schema(min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.-]+$")]
+    pub agent: Option<String>,
+    /// Why (kept with the switch and in the audit log); not blank.
+    #[schema(min_length = 1, max_length = 1000, pattern = r"\S")]
+    pub reason: String,
+}
+
+fn scope(caller: &Caller, body: &KillBody) -> Result<KillScope, ApiError> {
+    if body.reason.trim().is_empty() || body.reason.chars().count() > 1000 {
+        return Err(ApiError::bad_request("`reason` must be 1 to 1000 characters, not blank"));
+    }
+    if let Some(agent) = &body.agent {
+        let ok = (1..=64).contains(&agent.len())
+            && agent.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+        if !ok {
+            return Err(ApiError::bad_request("`agent` must be 1 to 64 characters of A–Z a–z 0–9 _ - ."));
+        }
+    }
+    Ok(KillScope { tenant: Some(caller.0.tenant.clone()), agent: body.agent.clone() })
+}
+
+/// Sets the kill switch of the caller's tenant (or of one agent in it).
+#[utoipa::path(
+    post, path = "/v1/kill", tag = "kill",
+    request_body = KillBody,
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "`{\"kill\": {switch, changed, unfinished: {pending_approvals, jobs, paused_runs, cancelled_runs}}}`", body = crate::openapi::KillAnswer),
+        (status = 400, description = "missing or blank reason, bad agent id (`bad_request`)", body = crate::openapi::ErrorBody),
+        (status = 401, description = "no valid token (`unauthenticated`)", body = crate::openapi::ErrorBody),
+        (status = 403, description = "needs `kill:set` (`forbidden`)", body = crate::openapi::ErrorBody),
+    )
+)]
+pub async fn set(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<KillBody>,
+) -> Result<Json<Value>, ApiError> {
+    caller.require_any(&[SCOPE_KILL_SET])?;
+    let scope = scope(&caller, &body)?;
+    let who = caller.0.subject.clone();
+    let report = match &state.runs {
+        Some(runs) => runs.runtime().kill(&who, scope, &body.reason).await,
+        None => bridle_runtime::kill::set(&state.gate, None, None, &who, scope, &body.reason).await,
+    }
+    .map_err(|e| ApiError::internal(&e))?;
+    Ok(Json(json!({"kill": report})))
+}
+
+/// Lifts the kill switch of exactly that scope in the caller's tenant.
+#[utoipa::path(
+    post, path = "/v1/kill/lift", tag = "kill",
+    request_body = KillBody,
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "`{\"kill\": {switch, changed}}`; `changed` is false when no switch was on for exactly that scope", body = crate::openapi::KillAnswer),
+        (status = 400, description = "missing or blank reason, bad agent id (`bad_request`)", body = crate::openapi::ErrorBody),
+        (status = 401, description = "no valid token (`unauthenticated`)", body = crate::openapi::ErrorBody),
+        (status = 403, description = "needs `kill:lift` (`forbidden`)", body = crate::openapi::ErrorBody),
+    )
+)]
+pub async fn lift(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<KillBody>,
+) -> Result<Json<Value>, ApiError> {
+    caller.require_any(&[SCOPE_KILL_LIFT])?;
+    let scope = scope(&caller, &body)?;
+    let report = bridle_runtime::kill::lift(&state.gate, &caller.0.subject, scope, &body.reason)
+        .await
+        .map_err(|e| ApiError::internal(&e))?;
+    Ok(Json(json!({"kill": report})))
+}
+
+/// The switches covering the caller's tenant (its own and global ones).
+#[utoipa::path(
+    get, path = "/v1/kill", tag = "kill",
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "`{\"switches\": [{tenant?, agent?, reason, set_by, set_at}]}`", body = crate::openapi::KillList),
+        (status = 401, description = "no valid token (`unauthenticated`)", body = crate::openapi::ErrorBody),
+        (status = 403, description = "needs `kill:set` or `kill:lift` (`forbidden`)", body = crate::openapi::ErrorBody),
+    )
+)]
+pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
+    caller.require_any(&[SCOPE_KILL_SET, SCOPE_KILL_LIFT])?;
+    let all = state.gate.stores().kills.active_kills().await.map_err(|e| ApiError::internal(&e))?;
+    let tenant = caller.0.tenant.as_str();
+    let mine: Vec<_> = all.into_iter().filter(|s| s.scope.tenant.as_deref().is_none_or(|t| t == tenant)).collect();
+    Ok(Json(json!({"switches": mine})))
+}
