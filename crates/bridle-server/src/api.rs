@@ -9,8 +9,8 @@ pub mod check;
 pub mod drift;
 pub mod feedback;
 pub mod guard;
-pub mod lab;
 pub mod kill;
+pub mod lab;
 pub mod runs;
 pub mod tools;
 

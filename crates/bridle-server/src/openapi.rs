@@ -3,7 +3,9 @@
 
 use axum::Json;
 use utoipa::openapi::path::Operation;
-use utoipa::openapi::schema::{AdditionalProperties, AllOfBuilder, AnyOfBuilder, ObjectBuilder, OneOfBuilder, Schema, Type};
+use utoipa::openapi::schema::{
+    AdditionalProperties, AllOfBuilder, AnyOfBuilder, ObjectBuilder, OneOfBuilder, Schema, Type,
+};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
 use utoipa::{Modify, OpenApi, ToSchema};

@@ -9,8 +9,8 @@ mod suite {
     mod fab_runs;
     mod feedback;
     mod keys;
-    mod lab;
     mod kill;
+    mod lab;
     mod limits;
     mod mcp;
     mod metrics;
