@@ -127,7 +127,8 @@ impl Runs {
     fn graph(&self, pipeline: &str, starter: &Principal) -> Result<Graph, RunError> {
         match pipeline {
             "analysis" => {
-                let recorder = Recorder { log: self.runtime.stores.decisions.clone(), tenant: starter.tenant.clone() };
+                let recorder =
+                    Recorder::new(self.runtime.stores.decisions.clone(), &starter.tenant, &self.runtime.config);
                 analysis_graph_recorded(self.runtime.session_llm(), AnalysisOptions::default(), recorder)
                     .map_err(|e| RunError::Internal(e.clone()))
             }

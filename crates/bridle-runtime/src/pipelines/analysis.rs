@@ -78,13 +78,30 @@ fn schema() -> StateSchema {
         .field("report", Kind::Object, Reducer::Replace)
 }
 
-/// Where analysts' calls are recorded: a decision log and the tenant the records belong to.
+/// Where analysts' calls are recorded: a decision log, the tenant the records belong to and the
+/// versions in force, so a record says what produced it.
 #[derive(Clone)]
 pub struct Recorder {
     /// The decision log.
     pub log: Arc<dyn DecisionLog>,
     /// Tenant of the records.
     pub tenant: String,
+    /// The tool-schema version in force (`Registry::schema_hash`), when known.
+    pub tool_schema_hash: Option<String>,
+    /// The policy version in force, when known.
+    pub policy_version: Option<String>,
+}
+
+impl Recorder {
+    /// A recorder into `log` for `tenant`, stamping the versions of `config`.
+    pub fn new(log: Arc<dyn DecisionLog>, tenant: &str, config: &bridle_core::config::Config) -> Self {
+        Self {
+            log,
+            tenant: tenant.to_owned(),
+            tool_schema_hash: Some(config.registry.schema_hash().to_owned()),
+            policy_version: Some(config.policy.version().to_owned()),
+        }
+    }
 }
 
 /// Builds the graph over `client`. Input: `{"entity": "…", "data": {"signals": […]}}`.
@@ -218,7 +235,10 @@ async fn analyst(
             tenant: recorder.tenant.clone(),
             created_at: time::OffsetDateTime::now_utc(),
         };
-        crate::agent::record_once(recorder.log.as_ref(), &out.decision_record(&context))
+        let mut record = out.decision_record(&context);
+        record.tool_schema_hash.clone_from(&recorder.tool_schema_hash);
+        record.policy_version.clone_from(&recorder.policy_version);
+        crate::agent::record_once(recorder.log.as_ref(), &record)
             .await
             .map_err(|e| NodeError::transient(Code::StateUnavailable, format!("decision log: {e}")))?;
     }

@@ -104,7 +104,8 @@ async fn every_analyst_call_becomes_one_decision_record() {
     use bridle_runtime::pipelines::analysis::{Recorder, analysis_graph_recorded};
     let stores = bridle_runtime::store::Stores::memory();
     let model = script(2, |a, t| if a == "risk" && t == 1 { 30.0 } else { 80.0 }, |t| if t == 1 { 0.4 } else { 0.9 });
-    let recorder = Recorder { log: stores.decisions.clone(), tenant: "tenant-a".into() };
+    let config = bridle_runtime::bundled::checkout().unwrap();
+    let recorder = Recorder::new(stores.decisions.clone(), "tenant-a", &config);
     let graph = analysis_graph_recorded(model, AnalysisOptions::default(), recorder).unwrap();
     graph.invoke(RunConfig::new("a-5"), input()).await.unwrap();
     let records = stores.decisions.recent("tenant-a", 100).await.unwrap();
@@ -113,6 +114,12 @@ async fn every_analyst_call_becomes_one_decision_record() {
     let risk_1 = records.iter().find(|r| r.agent == "analyst.risk" && r.output["score"] == 30.0).unwrap();
     assert_eq!(risk_1.harness_checks["output_schema"]["passed"], true);
     assert!(risk_1.input.to_string().contains("p99 latency up 40%"), "the input messages are kept for replay");
+    // Every record says what produced it: prompt, tool schema and policy versions.
+    for r in &records {
+        assert!(r.prompt_hash.as_deref().is_some_and(|h| h.len() == 64), "{r:?}");
+        assert_eq!(r.tool_schema_hash.as_deref(), Some(config.registry.schema_hash()));
+        assert_eq!(r.policy_version.as_deref(), Some(config.policy.version()));
+    }
     let mut ids: Vec<&str> = records.iter().map(|r| r.decision_id.as_str()).collect();
     ids.sort_unstable();
     ids.dedup();
