@@ -35,6 +35,13 @@ pub enum CollectError {
     Store(StoreError),
 }
 
+/// `text` with secrets and personal data masked (operators' comments and notes are stored so);
+/// refused when the masker did not build, so nothing unmasked is ever stored.
+pub(crate) fn mask_text(text: &str) -> Result<String, StoreError> {
+    let masker = MASKER.as_ref().ok_or_else(|| StoreError::Unavailable("the comment masker did not build".into()))?;
+    Ok(masker.mask(text).masked)
+}
+
 /// Stores `input` as feedback of `rater` (a subject of `tenant`) on `decision_id`, with a fresh
 /// id, then fires `outcome_collected`. The comment is masked (secrets, PII) before it is stored.
 pub async fn collect(
@@ -49,12 +56,7 @@ pub async fn collect(
     input.validate()?;
     let comment = match input.comment.filter(|c| !c.is_empty()) {
         None => None,
-        Some(c) => {
-            let masker = MASKER.as_ref().ok_or_else(|| {
-                CollectError::Store(StoreError::Unavailable("the comment masker did not build".into()))
-            })?;
-            Some(masker.mask(&c).masked)
-        }
+        Some(c) => Some(mask_text(&c).map_err(CollectError::Store)?),
     };
     let feedback = Feedback {
         feedback_id: uuid::Uuid::now_v7().to_string(),

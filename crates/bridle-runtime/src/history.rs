@@ -8,14 +8,17 @@ use bridle_core::ports::StoreError;
 
 use crate::gate::Gate;
 
-/// Rates the action of `job_id` in `tenant`; `None` when no such action was recorded (nothing
-/// is audited then).
+/// Rates the action of `job_id` in `tenant` (its note masked); `None` when no such action was
+/// recorded (nothing is audited then).
 pub async fn rate(
     gate: &Gate,
     tenant: &str,
     job_id: &str,
     rating: &Rating,
 ) -> Result<Option<ActionRecord>, StoreError> {
+    // A note is an operator's free text: stored and audited masked, like a feedback comment.
+    let note = rating.note.as_deref().filter(|n| !n.is_empty()).map(crate::feedback::mask_text).transpose()?;
+    let rating = &Rating { note, ..rating.clone() };
     let Some(action) = gate.stores().history.rate_action(tenant, job_id, rating).await? else { return Ok(None) };
     let record = AuditRecord {
         kind: EventKind::ActionOutcome,

@@ -2,6 +2,7 @@
 //! (401 `unauthenticated`), then applies the caller's rate limit (429 `rate_limited`); handlers
 //! get the [`Caller`] and never read a tenant or subject from anything else.
 
+pub mod actions;
 pub mod approvals;
 pub mod audit;
 pub mod calls;
@@ -53,6 +54,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .route("/v1/decisions", get(runs::decisions))
         .route("/v1/decisions/{id}/feedback", post(feedback::add))
         .route("/v1/feedback", get(feedback::list))
+        .route("/v1/actions/{job_id}/outcome", post(actions::rate))
         .route("/v1/kill", post(kill::set).get(kill::list))
         .route("/v1/kill/lift", post(kill::lift))
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate))

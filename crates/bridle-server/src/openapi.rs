@@ -304,6 +304,7 @@ impl Modify for FeedbackBodyChoice {
         api::runs::decisions,
         api::feedback::add,
         api::feedback::list,
+        api::actions::rate,
         api::kill::set,
         api::kill::lift,
         api::kill::list,
@@ -318,7 +319,8 @@ impl Modify for FeedbackBodyChoice {
         api::runs::RunListItem, api::runs::RunList, api::approvals::ApprovalsFrame, api::audit::ChainStatus,
         api::drift::DriftAnswer, api::drift::DriftMetric,
         api::feedback::FeedbackBody, api::feedback::FeedbackSource, api::feedback::FeedbackStored, api::feedback::FeedbackList,
-        KillAnswer, KillList, api::kill::KillBody)),
+        KillAnswer, KillList, api::kill::KillBody,
+        api::actions::OutcomeBody, api::actions::ActionOutcome, api::actions::OutcomeStored)),
     modifiers(&BearerScheme, &MiddlewareResponses, &CallBodyChoice, &ClosedVariants, &FeedbackBodyChoice)
 )]
 pub struct ApiDoc;

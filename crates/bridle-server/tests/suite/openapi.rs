@@ -43,10 +43,11 @@ async fn the_document_lists_every_route() {
         ("/v1/kill", "post"),
         ("/v1/kill", "get"),
         ("/v1/kill/lift", "post"),
+        ("/v1/actions/{job_id}/outcome", "post"),
     ] {
         assert!(paths.get(path).and_then(|p| p.get(method)).is_some(), "{method} {path} missing");
     }
-    assert_eq!(paths.len(), 28, "no undocumented extras: {:?}", paths.keys().collect::<Vec<_>>());
+    assert_eq!(paths.len(), 29, "no undocumented extras: {:?}", paths.keys().collect::<Vec<_>>());
     assert_eq!(doc["components"]["securitySchemes"]["bearer"]["scheme"], "bearer");
     let calls = doc["paths"]["/v1/calls"]["post"]["responses"]["200"]["description"].as_str().unwrap();
     assert!(calls.contains("200 responses carrying the verdict"), "{calls}");
