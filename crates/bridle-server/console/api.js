@@ -20,6 +20,13 @@ export function claims() {
   }
 }
 
+// Whether the token carries a scope (display only: which controls are usable; the server checks).
+export function hasScope(scope) {
+  const c = claims() || {};
+  const list = Array.isArray(c.scopes) ? c.scopes : String(c.scopes || '').split(/[ ,]+/);
+  return list.includes(scope);
+}
+
 export class ApiError extends Error {
   constructor(status, code, message) {
     super(message);

@@ -8,6 +8,7 @@ import * as runs from './runs.js';
 import * as decisions from './decisions.js';
 import * as drift from './drift.js';
 import * as workbench from './workbench.js';
+import * as kill from './kill.js';
 
 const VIEWS = [
   ['approvals', 'nav.approvals', approvals],
@@ -15,6 +16,7 @@ const VIEWS = [
   ['decisions', 'nav.decisions', decisions],
   ['drift', 'nav.drift', drift],
   ['workbench', 'nav.workbench', workbench],
+  ['kill', 'nav.kill', kill],
 ];
 
 let current = null; // AbortController of the view on screen

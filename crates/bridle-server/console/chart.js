@@ -55,3 +55,35 @@ export function cusumFormula() {
   m.setAttribute('display', 'block');
   return m;
 }
+
+// Agreement per agent as horizontal bars: one group per agent (its name above its bars), one bar
+// per report (A, then B), each with its rate in percent. `series` is [[label, report]]; a report
+// has `agents` ([{agent, total, agree}]). Narrow enough to stay legible on a phone.
+export function agreementChart(series, title) {
+  const agents = [];
+  for (const [, r] of series) for (const a of r.agents || []) if (!agents.includes(a.agent)) agents.push(a.agent);
+  const W = 440; const L = 4; const scale = 340; const bar = 20; const head = 18; const gap = 10;
+  const group = head + bar * series.length + gap;
+  const H = agents.length * group + 22;
+  const svg = s('svg', { class: 'chart bars', viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': title, preserveAspectRatio: 'xMidYMid meet' },
+    s('title', {}, title),
+    s('line', { class: 'axis', x1: L, y1: 4, x2: L, y2: H - 16 }),
+    s('line', { class: 'grid', x1: L + scale, y1: 4, x2: L + scale, y2: H - 16 }),
+    s('text', { x: L, y: H - 3 }, '0%'),
+    s('text', { x: L + scale - 16, y: H - 3 }, '100%'));
+  agents.forEach((agent, i) => {
+    const y0 = 4 + i * group;
+    svg.append(s('text', { class: 'label', x: L + 4, y: y0 + head - 5 }, agent.length > 48 ? `${agent.slice(0, 47)}…` : agent));
+    series.forEach(([label, report], j) => {
+      const a = (report.agents || []).find((x) => x.agent === agent);
+      const rate = a && a.total ? a.agree / a.total : (a ? 1 : 0);
+      const y = y0 + head + j * bar;
+      const pct = `${(rate * 100).toFixed(1)}%`;
+      svg.append(
+        s('rect', { class: `bar bar-${j}`, x: L, y, width: Math.max(rate * scale, 1).toFixed(1), height: bar - 4, 'data-agent': agent },
+          s('title', {}, `${label ? `${label} · ` : ''}${agent}: ${a ? `${a.agree}/${a.total}` : '—'} (${pct})`)),
+        s('text', { x: L + rate * scale + 6, y: y + bar - 8 }, `${label ? `${label} ` : ''}${pct}`));
+    });
+  });
+  return svg;
+}

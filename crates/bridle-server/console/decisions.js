@@ -1,9 +1,10 @@
 // Decisions and audit: a searchable table of decision records (agent, verdict, code, tool, time)
 // with a record view showing its harness_checks, the audit log's events, and the chain's
-// verification status (GET /v1/audit/verify).
-import { get } from './api.js';
+// verification status (GET /v1/audit/verify). A record can be rated 1–5 with a comment
+// (POST /v1/decisions/{id}/feedback) and shows the feedback stored for it (GET /v1/feedback).
+import { get, hasScope, post } from './api.js';
 import { t } from './i18n.js';
-import { h, clear, badge, verdictKind, facts, json, errorBox, table, tabs, field, time, runIdOf } from './ui.js';
+import { h, clear, badge, verdictKind, facts, json, errorBox, table, tabs, field, time, runIdOf, announce } from './ui.js';
 
 export function view(main, { signal, parts }) {
   const which = parts[0] === 'audit' ? 'audit' : 'records';
@@ -71,11 +72,64 @@ function records(panel, signal) {
         [t('decisions.latency'), `${r.latency_ms} ms`], [t('decisions.time'), time(r.created_at)],
       ]),
       h('h3', {}, 'harness_checks'), json(r.harness_checks),
-      h('h3', {}, t('decisions.output')), json(r.output)));
+      h('h3', {}, t('decisions.output')), json(r.output),
+      feedbackPanel(r.decision_id, signal)));
     document.getElementById('record-title').focus();
   };
   get('/v1/decisions?limit=500', signal).then((d) => { all = d.decisions || []; draw(); },
     (err) => { if (err.name !== 'AbortError') clear(body).append(errorBox(err)); });
+}
+
+// "Rate this decision" (with feedback:write) and the feedback stored for it (feedback:read or
+// feedback:write).
+function feedbackPanel(decisionId, signal) {
+  const canWrite = hasScope('feedback:write');
+  const canRead = canWrite || hasScope('feedback:read');
+  const box = h('section', { id: 'feedback', 'aria-labelledby': 'feedback-title' }, h('h3', { id: 'feedback-title' }, t('feedback.title')));
+  if (!canRead) { box.append(h('p', { class: 'muted' }, t('feedback.no_scope'))); return box; }
+  const stored = h('div', { id: 'feedback-list' }, h('p', { class: 'muted' }, t('common.loading')));
+  const status = h('div', { role: 'status' });
+  const load = async () => {
+    try {
+      const r = await get(`/v1/feedback?decision_id=${encodeURIComponent(decisionId)}&limit=100`, signal);
+      clear(stored);
+      const list = r.feedback || [];
+      if (!list.length) { stored.append(h('p', { class: 'muted' }, t('feedback.none'))); return; }
+      stored.append(table([t('feedback.rating'), t('feedback.comment'), t('feedback.rater'), t('decisions.time')],
+        list.map((f) => h('tr', { class: 'feedback-row' },
+          h('td', {}, f.rating != null ? `${'★'.repeat(f.rating)}${'☆'.repeat(5 - f.rating)} ${f.rating}/5` : (f.score != null ? t('feedback.score', { score: f.score }) : '—')),
+          h('td', {}, f.comment || '—'), h('td', {}, f.rater || '—'), h('td', {}, time(f.created_at))))));
+    } catch (err) { if (err.name !== 'AbortError') clear(stored).append(errorBox(err)); }
+  };
+  if (canWrite) {
+    const group = h('fieldset', { class: 'row' }, h('legend', {}, t('feedback.rating_legend')));
+    for (let n = 1; n <= 5; n += 1) {
+      const id = `rating-${n}`;
+      group.append(h('span', { class: 'row' }, h('input', { type: 'radio', name: 'rating', id, value: String(n) }), h('label', { for: id, class: 'inline' }, String(n))));
+    }
+    const comment = h('textarea', { id: 'feedback-comment', rows: '2', maxlength: '2000' });
+    const form = h('form', { id: 'feedback-form' }, group, field(t('feedback.comment_label'), comment),
+      h('div', { class: 'row' }, h('button', { type: 'submit', class: 'primary', 'data-action': 'rate' }, t('feedback.submit'))), status);
+    form.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      clear(status);
+      const picked = form.querySelector('input[name="rating"]:checked');
+      if (!picked) { status.append(errorBox({ code: 'bad_request', message: t('feedback.rating_needed') })); return; }
+      const body = { rating: Number(picked.value) };
+      if (comment.value.trim()) body.comment = comment.value.trim();
+      try {
+        await post(`/v1/decisions/${encodeURIComponent(decisionId)}/feedback`, body, signal);
+        status.append(h('p', { class: 'notice', id: 'feedback-result' }, t('feedback.saved')));
+        announce(t('feedback.saved'));
+        picked.checked = false; comment.value = '';
+        load();
+      } catch (err) { if (err.name !== 'AbortError') status.append(errorBox(err)); }
+    });
+    box.append(form);
+  }
+  box.append(h('h4', {}, t('feedback.stored')), stored);
+  load();
+  return box;
 }
 
 function audit(panel, signal) {

@@ -1,9 +1,11 @@
 // Drift: the CUSUM scan of the tenant's decision log (GET /v1/drift), one chart per series
-// with its warning and critical thresholds, and the detector's formula in MathML.
+// with its warning and critical thresholds, and the detector's formula in MathML; below, the
+// replay report viewer (replay.js).
 import { get } from './api.js';
 import { t } from './i18n.js';
 import { h, clear, badge, verdictKind, errorBox, facts, field } from './ui.js';
 import { cusumChart, cusumFormula } from './chart.js';
+import { replaySection } from './replay.js';
 
 const METRICS = ['confidence', 'latency_ms', 'tokens', 'rejection_rate', 'degraded_rate', 'injection_detections', 'auto_executions'];
 
@@ -17,7 +19,7 @@ export function view(main, { signal, query }) {
     h('h1', {}, t('drift.title')),
     h('section', { class: 'panel' }, h('p', {}, t('drift.help')), cusumFormula(), h('p', { class: 'muted' }, t('drift.alarm'))),
     h('div', { class: 'panel' }, field(t('drift.metric'), metric)),
-    body);
+    body, replaySection());
   const q = query.get('metric') ? `?metric=${encodeURIComponent(query.get('metric'))}` : '';
   get(`/v1/drift${q}`, signal).then((r) => {
     clear(body);

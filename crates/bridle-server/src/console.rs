@@ -40,7 +40,7 @@ macro_rules! asset {
 const JS: &str = "text/javascript; charset=utf-8";
 
 /// Every file the console consists of.
-static ASSETS: [Asset; 13] = [
+static ASSETS: [Asset; 15] = [
     asset!("index.html", "text/html; charset=utf-8"),
     asset!("app.css", "text/css; charset=utf-8"),
     asset!("icon.svg", "image/svg+xml"),
@@ -54,6 +54,8 @@ static ASSETS: [Asset; 13] = [
     asset!("decisions.js", JS),
     asset!("drift.js", JS),
     asset!("workbench.js", JS),
+    asset!("kill.js", JS),
+    asset!("replay.js", JS),
 ];
 
 /// Each asset's `ETag` (a quoted 64-bit FNV-1a hash of its bytes), in [`ASSETS`] order.

@@ -13,6 +13,8 @@ const FAB = process.env.BRIDLE_FAB_URL;
 const FAB_CHOICE = process.env.BRIDLE_FAB_CHOICE_URL;
 const FAB_AGENT = process.env.BRIDLE_FAB_AGENT_TOKEN;
 const FAB_OPERATOR = process.env.BRIDLE_FAB_OPERATOR_TOKEN;
+const REPLAY_REPORT = process.env.BRIDLE_REPLAY_REPORT;
+const REPLAY_AB_REPORT = process.env.BRIDLE_REPLAY_AB_REPORT;
 const OUT = process.env.BRIDLE_E2E_OUT || 'test-output';
 const CHROMIUM = process.env.BRIDLE_CHROMIUM || '/usr/bin/chromium';
 const WIDTHS = [390, 1280];
@@ -333,6 +335,126 @@ test('runs, decisions with the audit chain, and drift render', async () => {
   await p.waitForSelector('#drift-body p');
   assert.ok(await p.$('math'), 'the CUSUM formula is MathML');
   await shoot(p, 'drift');
+  await p.context().close();
+});
+
+test('the kill switch: stop my tenant with a reason and a confirmation; calls are refused until it is lifted', async () => {
+  const snapshot = { tool: 'get_service_snapshot', arguments: { service: 'checkout' } };
+  const pending = await requestScale(5);
+  const p = await page();
+  try {
+    await signIn(p, OPERATOR, '#/kill');
+    await p.waitForSelector('#kill-none');
+    // No reason: refused before anything is sent, and no confirmation is offered.
+    await p.click('#kill-form button[data-action="stop"]');
+    await p.waitForSelector('#kill-confirm .error-box');
+    assert.equal(await p.$('button[data-action="confirm-stop"]'), null);
+    await p.fill('#kill-reason', 'runaway agent during inc-77');
+    await p.click('#kill-form button[data-action="stop"]');
+    assert.match(await p.textContent('#kill-confirm'), /every agent in tenant-a/);
+    await p.click('button[data-action="confirm-stop"]');
+    await p.waitForSelector('#kill-result');
+    await p.waitForSelector('#kill-active tr.kill-switch[data-tenant="tenant-a"]');
+    const listed = await p.textContent('#kill-active');
+    assert.match(listed, /runaway agent during inc-77/);
+    assert.match(listed, /operator-2/);
+    // The answer's unfinished work: the pending approval is listed and linked.
+    await p.waitForSelector(`#kill-unfinished a[href="#/approvals/${pending}"]`);
+    assert.match(await p.textContent('#kill-unfinished'), /Paused runs/);
+    const refused = await api('POST', '/v1/calls', REQUESTER, snapshot);
+    assert.equal(refused.status, 200);
+    assert.equal(refused.body.rejection && refused.body.rejection.code, 'killed', JSON.stringify(refused.body));
+    await shoot(p, 'kill-on');
+    // One agent too: its own row, beside the tenant's.
+    await p.check('#kill-scope-agent');
+    await p.fill('#kill-agent', 'helper-bot');
+    await p.fill('#kill-reason', 'looping on retries');
+    await p.click('#kill-form button[data-action="stop"]');
+    assert.match(await p.textContent('#kill-confirm'), /agent helper-bot in tenant-a/);
+    await p.click('button[data-action="confirm-stop"]');
+    await p.waitForSelector('#kill-active tr.kill-switch[data-agent="helper-bot"]');
+    // Lifting needs a reason too.
+    for (const row of ['tr.kill-switch[data-agent="helper-bot"]', 'tr.kill-switch[data-agent=""]']) {
+      await p.click(`#kill-active ${row} button[data-action="lift"]`);
+      await p.click('button[data-action="confirm-lift"]');
+      await p.waitForSelector('#kill-feedback .error-box');
+      await p.fill('#kill-lift-reason', 'fixed and verified');
+      await p.click('button[data-action="confirm-lift"]');
+      await p.waitForSelector(`#kill-active ${row}`, { state: 'detached' });
+    }
+    await p.waitForSelector('#kill-none');
+    const allowed = await api('POST', '/v1/calls', REQUESTER, snapshot);
+    assert.equal(allowed.body.status, 'ok', JSON.stringify(allowed.body));
+    const switches = await api('GET', '/v1/kill', OPERATOR);
+    assert.deepEqual(switches.body.switches, []);
+  } finally {
+    for (const body of [{ reason: 'test cleanup' }, { reason: 'test cleanup', agent: 'helper-bot' }]) await api('POST', '/v1/kill/lift', OPERATOR, body);
+    await p.context().close();
+  }
+  // A token without the kill scopes is told so, and shown no button.
+  const q = await page(390);
+  await signIn(q, REQUESTER, '#/kill');
+  await q.waitForSelector('#kill-no-scope');
+  assert.equal(await q.$('#kill-form'), null);
+  await q.context().close();
+});
+
+test('a replay report and an A/B report open in the Drift view, read in the browser only', async () => {
+  assert.ok(REPLAY_REPORT && REPLAY_AB_REPORT, 'run.sh writes the replay reports');
+  const one = JSON.parse(readFileSync(REPLAY_REPORT, 'utf8'));
+  const ab = JSON.parse(readFileSync(REPLAY_AB_REPORT, 'utf8'));
+  const p = await page();
+  await signIn(p, OPERATOR, '#/drift');
+  await p.waitForSelector('#drift-body p');
+  const sent = [];
+  p.on('request', (r) => { if (r.method() !== 'GET') sent.push(`${r.method()} ${r.url()}`); });
+  await p.setInputFiles('#replay-file', REPLAY_REPORT);
+  await p.waitForSelector('#replay-view svg.chart.bars');
+  const totals = await p.textContent('#replay-totals');
+  assert.match(totals, new RegExp(`${one.agree} of ${one.total} decisions agree`));
+  assert.equal(await p.$$eval('#replay-view svg rect.bar', (r) => r.length), one.agents.length);
+  for (const a of one.agents) assert.ok(await p.$(`#replay-view rect.bar[data-agent="${a.agent}"]`), a.agent);
+  const disagreeing = one.items.filter((i) => !(i.comparison && i.comparison.agree)).length;
+  assert.ok(disagreeing > 0);
+  assert.equal(await p.$$eval('#replay-view .replay-disagreements tbody tr', (r) => r.length), disagreeing);
+  await shoot(p, 'replay');
+  await p.setInputFiles('#replay-file', REPLAY_AB_REPORT);
+  await p.waitForSelector('#replay-view .replay-side[data-side="B"]');
+  assert.match(await p.textContent('#replay-totals'), new RegExp(`agree with each other on ${ab.a_b_agree}`));
+  assert.equal(await p.$$eval('#replay-view svg rect.bar-0', (r) => r.length), ab.a.agents.length);
+  assert.equal(await p.$$eval('#replay-view svg rect.bar-1', (r) => r.length), ab.b.agents.length);
+  assert.match(await p.textContent('#replay-view .replay-side[data-side="B"]'), /etch_delta_rejected/);
+  await shoot(p, 'replay-ab');
+  // Anything else is refused with a message.
+  await p.setInputFiles('#replay-file', { name: 'x.json', mimeType: 'application/json', buffer: Buffer.from('{"hello": 1}') });
+  await p.waitForSelector('#replay-view .error-box');
+  assert.deepEqual(sent, [], 'nothing was uploaded');
+  await p.context().close();
+});
+
+test('a decision record is rated 1–5 with a comment, and the stored feedback is shown', async () => {
+  const p = await page(390);
+  await signIn(p, FAB_OPERATOR, '#/decisions', FAB);
+  await p.waitForSelector('#tabpanel table');
+  await p.click('#tabpanel tbody tr >> nth=0 >> button');
+  await p.waitForSelector('#feedback-form');
+  await p.waitForSelector('#feedback-list p');
+  await p.click('#feedback-form button[data-action="rate"]');
+  await p.waitForSelector('#feedback-form .error-box');
+  await p.check('#rating-4');
+  await p.fill('#feedback-comment', 'right cause, cautious plan');
+  await p.click('#feedback-form button[data-action="rate"]');
+  await p.waitForSelector('#feedback-result');
+  await p.waitForSelector('#feedback-list tr.feedback-row');
+  const shown = await p.textContent('#feedback-list');
+  assert.match(shown, /4\/5/);
+  assert.match(shown, /right cause, cautious plan/);
+  assert.match(shown, /operator-kim/);
+  const id = (await p.textContent('#record-title .hash')).trim();
+  const stored = await api('GET', `/v1/feedback?decision_id=${encodeURIComponent(id)}`, FAB_OPERATOR, undefined, FAB);
+  assert.equal(stored.body.feedback.length, 1, JSON.stringify(stored.body));
+  assert.equal(stored.body.feedback[0].rating, 4);
+  await shoot(p, 'decision-feedback');
   await p.context().close();
 });
 

@@ -2,7 +2,9 @@
 # End-to-end: the console in a real browser. Starts three `bridle serve` on free ports, each
 # with a temporary SQLite store and one fresh HS256 secret: the bundled checkout configuration,
 # and the fab example twice with a scripted model (a rejected then approved plan; a choice
-# between causes). Mints the tokens with `bridle token issue` and runs console.test.mjs
+# between causes). Mints the tokens with `bridle token issue`, writes two replay reports (`bridle
+# demo fab` into a SQLite file, then `bridle replay --report` on one scripted model and `--ab` on
+# two) for the Drift view's report viewer, and runs console.test.mjs
 # (node's test runner; playwright-core driving Debian's chromium). Screenshots at 390 and
 # 1280 px land in $BRIDLE_E2E_OUT (default tests/e2e/console/test-output, gitignored).
 #
@@ -77,13 +79,28 @@ serve fab "$(fab_config reject_regenerate_reapprove)"
 BRIDLE_FAB_URL="$url"
 serve fab-choice "$(fab_config diagnosis_candidates_need_human)"
 BRIDLE_FAB_CHOICE_URL="$url"
-BRIDLE_OPERATOR_TOKEN="$(token operator-2 tenant-a checkout approval:grant,audit:read,runs:read,runs:start)"
+BRIDLE_OPERATOR_TOKEN="$(token operator-2 tenant-a checkout approval:grant,audit:read,runs:read,runs:start,kill:set,kill:lift)"
 BRIDLE_REQUESTER_TOKEN="$(token requester-1 tenant-a checkout service:read,service:scale,runs:start,runs:read)"
 fab_services="etch-01,cvd-02"
 BRIDLE_FAB_AGENT_TOKEN="$(token advisor-agent fab-1 "$fab_services" equipment:read,equipment:tune,equipment:maintain,runs:start,runs:read)"
-BRIDLE_FAB_OPERATOR_TOKEN="$(token operator-kim fab-1 "$fab_services" approval:grant,runs:start,runs:read,audit:read)"
+BRIDLE_FAB_OPERATOR_TOKEN="$(token operator-kim fab-1 "$fab_services" approval:grant,runs:start,runs:read,audit:read,feedback:write)"
 export BRIDLE_URL BRIDLE_FAB_URL BRIDLE_FAB_CHOICE_URL BRIDLE_E2E_OUT="$out"
 export BRIDLE_OPERATOR_TOKEN BRIDLE_REQUESTER_TOKEN BRIDLE_FAB_AGENT_TOKEN BRIDLE_FAB_OPERATOR_TOKEN
+
+# Replay reports of seed 000's fab scenarios: one model, and an A/B pair (scripted models).
+scripts="$repo/examples/fab/scripts"
+replay=(replay --config "$repo/examples/fab/bridle.toml" --tenant fab-1 --db "sqlite://$work/replay.db")
+# quiet LOG ARGS...: the binary with its output in $work/LOG.log, shown when it fails.
+quiet() {
+  local log="$work/$1.log"
+  shift
+  "$binary" "$@" >"$log" 2>&1 || { cat "$log" >&2; return 1; }
+}
+quiet replay-demo demo fab --db "sqlite://$work/replay.db"
+quiet replay-one "${replay[@]}" --model "$scripts/reject_regenerate_reapprove.toml" --report "$work/replay"
+quiet replay-ab "${replay[@]}" --ab "$scripts/reject_regenerate_reapprove.toml" "$scripts/etch_delta_rejected.toml" \
+  --report "$work/replay-ab"
+export BRIDLE_REPLAY_REPORT="$work/replay.json" BRIDLE_REPLAY_AB_REPORT="$work/replay-ab.json"
 
 rm -rf "$out"
 mkdir -p "$out"

@@ -32,6 +32,8 @@ async fn the_page_and_its_assets_are_served_without_a_token_with_a_strict_policy
         ("/console/app.js", "text/javascript; charset=utf-8"),
         ("/console/app.css", "text/css; charset=utf-8"),
         ("/console/icon.svg", "image/svg+xml"),
+        ("/console/kill.js", "text/javascript; charset=utf-8"),
+        ("/console/replay.js", "text/javascript; charset=utf-8"),
     ] {
         let response = raw(&app, path, &[]).await;
         assert_eq!(response.status(), StatusCode::OK, "{path}");
