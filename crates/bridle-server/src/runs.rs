@@ -16,7 +16,7 @@ use bridle_core::checkpoint::{Checkpoint, ThreadQuery, ThreadStatus};
 use bridle_core::{Code, Principal, Rejection};
 use bridle_runtime::graph::{Event, Graph};
 use bridle_runtime::pipelines::analysis::{AnalysisOptions, Recorder, analysis_graph_recorded};
-use bridle_runtime::pipelines::fab::{FabOptions, fab_graph};
+use bridle_runtime::pipelines::fab::{ADVISOR, DIAGNOSTICIAN, FabOptions, fab_graph};
 use bridle_runtime::runtime::Runtime;
 use bridle_runtime::workflow::{CompiledWorkflow, REQUESTER as WORKFLOW_REQUESTER, WorkflowDeps};
 use serde_json::{Value, json};
@@ -158,7 +158,7 @@ impl Runs {
         let run_id = uuid::Uuid::now_v7().to_string();
         let thread = thread_id(tenant, &run_id);
         self.track(&thread)?;
-        let stream = graph.stream(self.runtime.run_config(&thread), input);
+        let stream = graph.stream(self.run_config(pipeline, &thread), input);
         self.runtime.spawn_stream(stream, self.feeder(thread));
         Ok(run_id)
     }
@@ -235,9 +235,18 @@ impl Runs {
         }
         let graph = self.graph(pipeline, &starter_of(pipeline, tenant, &checkpoint)?)?;
         self.track(&thread)?;
-        let stream = graph.resume(self.runtime.run_config(&thread), interrupt_id, value);
+        let stream = graph.resume(self.run_config(pipeline, &thread), interrupt_id, value);
         self.runtime.spawn_stream(stream, self.feeder(thread));
         Ok(())
+    }
+
+    /// The runtime's settings for a run of `pipeline`: a `fab` run is registered with its two
+    /// agents, so a kill switch of either stops it (not only its next tool call).
+    fn run_config(&self, pipeline: &str, thread: &str) -> bridle_runtime::graph::RunConfig {
+        match pipeline {
+            "fab" => self.runtime.run_config_for(thread, &[DIAGNOSTICIAN, ADVISOR]),
+            _ => self.runtime.run_config(thread),
+        }
     }
 
     /// Where the caller's run stands.

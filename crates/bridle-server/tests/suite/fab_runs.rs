@@ -8,6 +8,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::http::StatusCode;
 use bridle_runtime::llm::ScriptedModel;
+use bridle_runtime::llm::scripted::ScriptedReply;
 use bridle_runtime::runtime::{Env, RuntimeBuilder};
 use bridle_server::auth::AuthConfig;
 use bridle_server::limits::Limits;
@@ -21,12 +22,17 @@ const SERVICES: &[&str] = &["etch-01", "cvd-02"];
 
 /// The fab example on a memory store with seed 000's reject → regenerate → re-approve script.
 async fn app() -> Router {
-    let config = bridle_runtime::bundled::fab().unwrap();
     let script = include_str!("../../../../examples/fab/scripts/reject_regenerate_reapprove.toml");
+    app_with(ScriptedModel::from_toml_str(script).unwrap()).await
+}
+
+/// The fab example on a memory store with `model`.
+async fn app_with(model: ScriptedModel) -> Router {
+    let config = bridle_runtime::bundled::fab().unwrap();
     let runtime = RuntimeBuilder::new(Arc::new(config))
         .env(Env::default())
         .store_url("memory")
-        .llm(Arc::new(ScriptedModel::from_toml_str(script).unwrap()))
+        .llm(Arc::new(model))
         .build()
         .await
         .unwrap();
@@ -58,15 +64,16 @@ fn anomaly() -> Value {
     }})
 }
 
-/// Polls until the run is no longer running.
+/// Polls until the run is no longer running (at most 10 s; 40 reads a second stay under the
+/// rate limit).
 async fn settle(app: &Router, token: &str, id: &str) -> Value {
-    for _ in 0..500 {
+    for _ in 0..400 {
         let (status, body) = get(app, &format!("/v1/runs/{id}"), Some(token)).await;
         assert_eq!(status, StatusCode::OK, "{body}");
         if body["status"] != "running" {
             return body;
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        tokio::time::sleep(Duration::from_millis(25)).await;
     }
     panic!("run {id} did not settle");
 }
@@ -147,4 +154,27 @@ async fn a_fab_run_needs_the_fab_input_and_an_analysis_run_the_analysis_input() 
     }
     let (_, listed) = get(&app, "/v1/runs", Some(&agent)).await;
     assert_eq!(listed["runs"], json!([]), "nothing was started");
+}
+
+#[tokio::test]
+async fn a_kill_switch_of_one_of_its_agents_stops_a_fab_run_in_flight() {
+    // The Diagnostician takes 30 s to answer: the run is in flight when the switch is set.
+    let slow = ScriptedReply {
+        agent: Some("diagnostician".into()),
+        turn: Some(1),
+        json: Some(json!({"candidates": [{"cause": "heater drift", "confidence": 0.8, "evidence": "rising"}]})),
+        delay_ms: Some(30_000),
+        ..ScriptedReply::default()
+    };
+    let app = app_with(ScriptedModel::new("slow", vec![slow]).unwrap()).await;
+    let agent = agent();
+    let (status, body) = post(&app, "/v1/runs", Some(&agent), &anomaly()).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let run = body["run_id"].as_str().unwrap().to_owned();
+    let lead = token_for("lead-park", "fab-1", SERVICES, &["kill:set", "runs:read"]);
+    let kill = json!({"agent": "diagnostician", "reason": "the diagnosis model misbehaves"});
+    let (status, body) = post(&app, "/v1/kill", Some(&lead), &kill).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let stopped = settle(&app, &lead, &run).await;
+    assert_eq!(stopped["status"], "cancelled", "{stopped}");
 }
