@@ -411,10 +411,15 @@ pub async fn events(
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
     caller.require_any(&[SCOPE_RUNS_READ, SCOPE_RUNS_START])?;
     let rx = runs(&state)?.subscribe(&caller.0.tenant, run_id(&id)?).await.map_err(run_error)?;
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        let event = rx.recv().await?;
+    // Shutdown ends the stream, so a watched run never holds `bridle serve` up.
+    let stop = state.mcp.cancel.clone();
+    let stream = futures_util::stream::unfold((rx, stop), |(mut rx, stop)| async move {
+        let event = tokio::select! {
+            event = rx.recv() => event?,
+            () = stop.cancelled() => return None,
+        };
         let name = event.get("event").and_then(Value::as_str).unwrap_or("event").to_owned();
-        Some((Ok(SseEvent::default().event(name).data(event.to_string())), rx))
+        Some((Ok(SseEvent::default().event(name).data(event.to_string())), (rx, stop)))
     });
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }

@@ -28,6 +28,11 @@ async fn app() -> Router {
 
 /// The fab example on a memory store with `model`.
 async fn app_with(model: ScriptedModel) -> Router {
+    app_and_stop(model).await.0
+}
+
+/// [`app_with`] and the server's shutdown token.
+async fn app_and_stop(model: ScriptedModel) -> (Router, tokio_util::sync::CancellationToken) {
     let config = bridle_runtime::bundled::fab().unwrap();
     let runtime = RuntimeBuilder::new(Arc::new(config))
         .env(Env::default())
@@ -40,7 +45,8 @@ async fn app_with(model: ScriptedModel) -> Router {
     let state = AppState::new(runtime.gate.clone(), &AuthConfig::hs256(SECRET), Limits::default())
         .unwrap()
         .with_runs(Arc::new(Runs::new(runtime)));
-    router(state)
+    let stop = state.mcp.cancel.clone();
+    (router(state), stop)
 }
 
 fn agent() -> String {
@@ -156,9 +162,8 @@ async fn a_fab_run_needs_the_fab_input_and_an_analysis_run_the_analysis_input() 
     assert_eq!(listed["runs"], json!([]), "nothing was started");
 }
 
-#[tokio::test]
-async fn a_kill_switch_of_one_of_its_agents_stops_a_fab_run_in_flight() {
-    // The Diagnostician takes 30 s to answer: the run is in flight when the switch is set.
+/// A model whose Diagnostician takes 30 s to answer: a run stays in flight meanwhile.
+fn slow_model() -> ScriptedModel {
     let slow = ScriptedReply {
         agent: Some("diagnostician".into()),
         turn: Some(1),
@@ -166,7 +171,12 @@ async fn a_kill_switch_of_one_of_its_agents_stops_a_fab_run_in_flight() {
         delay_ms: Some(30_000),
         ..ScriptedReply::default()
     };
-    let app = app_with(ScriptedModel::new("slow", vec![slow]).unwrap()).await;
+    ScriptedModel::new("slow", vec![slow]).unwrap()
+}
+
+#[tokio::test]
+async fn a_kill_switch_of_one_of_its_agents_stops_a_fab_run_in_flight() {
+    let app = app_with(slow_model()).await;
     let agent = agent();
     let (status, body) = post(&app, "/v1/runs", Some(&agent), &anomaly()).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{body}");
@@ -177,4 +187,34 @@ async fn a_kill_switch_of_one_of_its_agents_stops_a_fab_run_in_flight() {
     assert_eq!(status, StatusCode::OK, "{body}");
     let stopped = settle(&app, &lead, &run).await;
     assert_eq!(stopped["status"], "cancelled", "{stopped}");
+}
+
+#[tokio::test]
+async fn shutdown_ends_the_event_stream_of_a_run_still_in_flight() {
+    use futures_util::StreamExt;
+    use tower::ServiceExt;
+
+    let (app, stop) = app_and_stop(slow_model()).await;
+    let agent = agent();
+    let (_, body) = post(&app, "/v1/runs", Some(&agent), &anomaly()).await;
+    let run = body["run_id"].as_str().unwrap().to_owned();
+    let request = axum::http::Request::get(format!("/v1/runs/{run}/events"))
+        .header("authorization", format!("Bearer {agent}"))
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let response = app.clone().oneshot(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut body = response.into_body().into_data_stream();
+    stop.cancel();
+    // The run would go on for 30 s; the stream must end at shutdown instead, with no `finished`.
+    let ended = tokio::time::timeout(Duration::from_secs(10), async {
+        let mut text = String::new();
+        while let Some(chunk) = body.next().await {
+            text.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+        }
+        text
+    })
+    .await;
+    let text = ended.expect("the event stream did not end on shutdown");
+    assert!(!text.contains("event: finished"), "{text}");
 }
