@@ -126,18 +126,49 @@ pub struct HistoryKey {
 }
 
 /// `[history]` settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HistorySettings {
     /// How far back a failure counts.
     pub failure_window: time::Duration,
     /// Successes (with no failure in the window) that make an action eligible for `auto`;
     /// `None`: history never lowers a level.
     pub auto_after_successes: Option<u32>,
+    /// Follow-up observations that rate an executed change automatically.
+    pub observe: Vec<ObserveRule>,
 }
 
 impl Default for HistorySettings {
     fn default() -> Self {
-        Self { failure_window: time::Duration::days(30), auto_after_successes: None }
+        Self { failure_window: time::Duration::days(30), auto_after_successes: None, observe: Vec::new() }
+    }
+}
+
+/// `[[history.observe]]`: after the change tool `after` executed, the read tool `read` is called
+/// on the same resource; the change was a success when the read result's `field` equals the
+/// change's argument `argument` (numbers compared as numbers), else a failure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObserveRule {
+    /// The change tool observed.
+    pub after: String,
+    /// The read tool that observes it.
+    pub read: String,
+    /// The read result's field.
+    pub field: String,
+    /// The change's argument it must equal.
+    pub argument: String,
+}
+
+impl ObserveRule {
+    /// The outcome `observed` (the read result's field) gives a change with `expected` (its
+    /// argument): equal values (numbers by value) are a success, anything else a failure, and
+    /// an absent field a failure too (the change did not show).
+    pub fn judge(expected: &serde_json::Value, observed: Option<&serde_json::Value>) -> Outcome {
+        let same = match (expected, observed) {
+            (serde_json::Value::Number(a), Some(serde_json::Value::Number(b))) => a.as_f64() == b.as_f64(),
+            (a, Some(b)) => a == b,
+            (_, None) => false,
+        };
+        if same { Outcome::Success } else { Outcome::Failure }
     }
 }
 
@@ -202,7 +233,11 @@ mod tests {
     #[test]
     fn a_failure_in_the_window_escalates_and_an_old_one_does_not() {
         let now = datetime!(2026-06-01 00:00 UTC);
-        let s = HistorySettings { failure_window: time::Duration::days(7), auto_after_successes: Some(2) };
+        let s = HistorySettings {
+            failure_window: time::Duration::days(7),
+            auto_after_successes: Some(2),
+            observe: Vec::new(),
+        };
         let a = assess(&[rec(3, Some(Outcome::Failure)), rec(1, Some(Outcome::Success))], &s, now);
         assert!(a.escalates() && !a.auto_eligible);
         let a = assess(&[rec(30, Some(Outcome::Failure)), rec(1, Some(Outcome::Success))], &s, now);
@@ -210,5 +245,15 @@ mod tests {
         let a = assess(&[rec(2, Some(Outcome::Success)), rec(1, Some(Outcome::Success)), rec(1, None)], &s, now);
         assert!(!a.escalates() && a.auto_eligible);
         assert_eq!(a.successes, 2);
+    }
+
+    #[test]
+    fn an_observation_matches_numbers_by_value_and_counts_an_absent_field_as_a_failure() {
+        use serde_json::json;
+        assert_eq!(ObserveRule::judge(&json!(375), Some(&json!(375.0))), Outcome::Success);
+        assert_eq!(ObserveRule::judge(&json!(375), Some(&json!(380))), Outcome::Failure);
+        assert_eq!(ObserveRule::judge(&json!("open"), Some(&json!("open"))), Outcome::Success);
+        assert_eq!(ObserveRule::judge(&json!("open"), Some(&json!(1))), Outcome::Failure);
+        assert_eq!(ObserveRule::judge(&json!(375), None), Outcome::Failure);
     }
 }

@@ -24,6 +24,7 @@ mod suite {
     mod llm;
     mod mcp_gateway;
     mod mcp_upstream;
+    mod observe;
     mod race;
     mod replay;
     mod runtime;

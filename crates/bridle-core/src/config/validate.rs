@@ -127,7 +127,7 @@ pub fn load(text: &str, files: &dyn Files) -> Result<Config, ConfigErrors> {
 
     let agents = super::agents::agent_registry(&raw.agents, &registry, files, &mut errors);
     let kill_switch = super::kill::kill_switch_settings(&raw.kill_switch, &mut errors);
-    let history = super::history::history_settings(&raw.history, &mut errors);
+    let history = super::history::history_settings(&raw.history, &registry, &mut errors);
     let policy = load_policy(&raw.policy, &registry, files, &mut errors);
 
     match policy {

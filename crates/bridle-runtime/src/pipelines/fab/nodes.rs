@@ -278,6 +278,70 @@ fn executed(outcome: &CallOutcome, result: &Value) -> Value {
     })
 }
 
+/// `[[history.observe]]`: reads back an executed change on its resource and rates the action by
+/// what was read (source `observation`). `None` when no rule observes the tool; a read that is
+/// refused leaves the action unrated (`unobserved` with the code): nothing is guessed.
+async fn observe(
+    fab: &Fab,
+    s: &State,
+    ctx: &NodeContext,
+    outcome: &CallOutcome,
+    arguments: &Value,
+    round: u64,
+) -> Result<Option<Value>, NodeError> {
+    let config = fab.gate.config();
+    let Some(rule) = config.history.observe.iter().find(|r| r.after == outcome.tool) else { return Ok(None) };
+    let param = |tool: &str| config.registry.get(tool).and_then(|t| t.resource.as_ref()).map(|r| r.param.clone());
+    let (Some(job_id), Some(from), Some(to)) = (outcome.job_id.as_deref(), param(&rule.after), param(&rule.read))
+    else {
+        return Ok(None);
+    };
+    let target = arguments.get(&from).cloned().unwrap_or(Value::Null);
+    let call = CallRequest::new(&rule.read, json!({ to: target }))
+        .with_key(&format!("{}/round-{round}/observe", ctx.thread_id()));
+    let call = on_behalf(fab, call, ADVISOR);
+    let seen = call_tool(&fab.gate, ctx, &fab.principal, &run_context(s, ctx), call).await?;
+    let Some(result) = seen.result() else {
+        return Ok(Some(json!({"read": rule.read, "status": "unobserved", "code": seen.code()})));
+    };
+    let expected = arguments.get(&rule.argument).cloned().unwrap_or(Value::Null);
+    let observed = result.get(&rule.field);
+    let verdict = bridle_core::history::ObserveRule::judge(&expected, observed);
+    let shown = observed.map_or_else(|| "absent".to_owned(), Value::to_string);
+    let rating = bridle_core::history::Rating {
+        outcome: verdict,
+        source: bridle_core::history::OutcomeSource::Observation,
+        rated_by: format!("observation:{}", rule.read),
+        note: Some(format!("{} = {shown} (expected {expected})", rule.field)),
+        rated_at: fab.gate.clock.now(),
+    };
+    crate::history::rate(&fab.gate, &fab.principal.tenant, job_id, &rating)
+        .await
+        .map_err(|e| NodeError::transient(Code::StateUnavailable, format!("action history: {e}")))?;
+    Ok(Some(json!({
+        "read": rule.read, "field": rule.field, "expected": expected, "observed": observed, "outcome": verdict.as_str(),
+    })))
+}
+
+/// [`executed`] with the follow-up observation, when one is configured for the tool.
+async fn executed_and_observed(
+    fab: &Fab,
+    s: &State,
+    ctx: &NodeContext,
+    outcome: &CallOutcome,
+    result: &Value,
+    arguments: &Value,
+    round: u64,
+) -> Result<Value, NodeError> {
+    let mut done = executed(outcome, result);
+    if let (Some(observation), Value::Object(fields)) =
+        (observe(fab, s, ctx, outcome, arguments, round).await?, &mut done)
+    {
+        fields.insert("observation".to_owned(), observation);
+    }
+    Ok(done)
+}
+
 fn refused(outcome: &CallOutcome) -> Value {
     let (code, message) = match &outcome.verdict {
         Verdict::Rejected { rejection } => (Some(rejection.code), rejection.message.clone()),
@@ -305,7 +369,10 @@ pub(super) async fn propose(fab: Arc<Fab>, s: State, ctx: NodeContext) -> Result
         !matches!(code, Some(Code::UnknownTool | Code::SchemaRejected | Code::OutOfRange | Code::StepMismatch));
     let within_delta = code != Some(Code::DeltaTooLarge);
     let (verdict, update) = match (&outcome.verdict, code) {
-        (Verdict::Ok { result }, _) => ("executed", Update::new().set("outcome", executed(&outcome, result))),
+        (Verdict::Ok { result }, _) => {
+            let done = executed_and_observed(&fab, &s, &ctx, &outcome, result, &arguments, round).await?;
+            ("executed", Update::new().set("outcome", done))
+        }
         (_, Some(Code::ApprovalRequired | Code::HumanChoiceRequired)) => {
             let reasons = match &outcome.verdict {
                 Verdict::Rejected { rejection } => rejection.message.clone(),
@@ -382,14 +449,14 @@ pub(super) async fn await_approval(fab: Arc<Fab>, s: State, ctx: NodeContext) ->
                 let tool = pending.get("tool").and_then(Value::as_str).unwrap_or_default();
                 let arguments = pending.get("arguments").cloned().unwrap_or(Value::Null);
                 // One key per round: a re-run after a crash gets the stored result, never a second change.
-                let call = CallRequest::new(tool, arguments)
+                let call = CallRequest::new(tool, arguments.clone())
                     .with_approval(&id)
                     .with_key(&format!("{}/round-{round}/execute", ctx.thread_id()));
                 let mut call = on_behalf(&fab, call, ADVISOR);
                 call.signals.history = history_key(&fab, &s);
                 let outcome = call_tool(&fab.gate, &ctx, &fab.principal, &run_context(&s, &ctx), call).await?;
                 let result = match outcome.result() {
-                    Some(result) => executed(&outcome, result),
+                    Some(result) => executed_and_observed(&fab, &s, &ctx, &outcome, result, &arguments, round).await?,
                     None => refused(&outcome),
                 };
                 return Ok(Update::new().set("outcome", result).set("pending", Value::Null));
