@@ -63,6 +63,7 @@ export function view(main, { signal, parts }) {
     const section = h('section', { class: 'panel approval', 'aria-labelledby': titleId, 'data-id': a.id },
       h('div', { class: 'row' },
         h('h2', { id: titleId, class: 'grow' }, a.plan.tool),
+        a.risk ? badge(t(`risk.${a.risk}`), a.risk === 'destructive' ? 'bad' : 'info') : null,
         badge(a.level, 'warn'), badge(a.status, 'info')),
       facts([
         [t('approvals.requester'), a.requester],

@@ -64,7 +64,23 @@ fn desk_error(e: ApprovalError) -> ApiError {
 pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
     require_approver(&caller)?;
     let pending = state.gate.pending_approvals(&caller.0).await.map_err(desk_error)?;
-    Ok(Json(json!({"approvals": pending})))
+    Ok(Json(json!({"approvals": with_risk(&state, &pending)?})))
+}
+
+/// `request` as JSON with its tool's `risk` tier beside it (what the approver weighs; absent when
+/// the tool is no longer registered).
+fn shown(state: &AppState, request: &bridle_core::approval::ApprovalRequest) -> Result<Value, ApiError> {
+    let mut value = serde_json::to_value(request).map_err(|e| ApiError::internal(&e))?;
+    let risk = state.gate.config().registry.get(&request.plan.tool).map(|t| t.risk.as_str());
+    if let (Some(risk), Some(fields)) = (risk, value.as_object_mut()) {
+        fields.insert("risk".to_owned(), Value::String(risk.to_owned()));
+    }
+    Ok(value)
+}
+
+/// [`shown`] for each request of a list.
+fn with_risk(state: &AppState, pending: &[bridle_core::approval::ApprovalRequest]) -> Result<Vec<Value>, ApiError> {
+    pending.iter().map(|r| shown(state, r)).collect()
 }
 
 /// One request: its plan (tool, arguments, tenant, subject, incident, run id), plan hash, level,
@@ -89,7 +105,7 @@ pub async fn show(
 ) -> Result<Json<Value>, ApiError> {
     require_approver(&caller)?;
     let request = load(&state, &caller, &id).await?;
-    let approval = serde_json::to_value(&request).map_err(|e| ApiError::internal(&e))?;
+    let approval = shown(&state, &request)?;
     let (current, diff, diff_error) = match state.gate.current_state(&request).await {
         Ok(None) => (Value::Null, Vec::new(), None),
         Ok(Some(current)) => {
@@ -220,7 +236,8 @@ pub async fn events(
                     }
                 }
             };
-            let body = json!({"approvals": pending}).to_string();
+            let listed = with_risk(&state, &pending).unwrap_or_default();
+            let body = json!({"approvals": listed}).to_string();
             if body != last {
                 last.clone_from(&body);
                 let frame = Event::default().event("approvals").data(body);

@@ -75,6 +75,10 @@ async fn an_approval_shows_its_plans_diff_against_the_current_state() {
         "{shown}"
     );
     assert!(shown.get("diff_error").is_none(), "{shown}");
+    // The approver sees the tool's risk tier, in the request and in the pending list.
+    assert_eq!(shown["approval"]["risk"], "limited_change", "{shown}");
+    let (_, listed) = get(&app, "/v1/approvals", Some(&operator)).await;
+    assert_eq!(listed["approvals"][0]["risk"], "limited_change", "{listed}");
     let bare = token_for("operator-5", "tenant-a", &[], &["approval:grant"]);
     let (status, again) = get(&app, &format!("/v1/approvals/{id}"), Some(&bare)).await;
     assert_eq!(status, StatusCode::OK, "{again}");
