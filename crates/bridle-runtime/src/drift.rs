@@ -19,7 +19,7 @@ use bridle_core::ports::{DecisionLog, StoreError};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::notify::webhook::{DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, signature};
+use crate::notify::webhook::post_once;
 
 /// What a hook is told: one critical alarm opening an episode.
 #[derive(Debug, Clone, Serialize)]
@@ -112,25 +112,8 @@ impl DriftHook for WebhookHook {
 
     async fn on_drift(&self, alert: &DriftAlert) -> Result<Option<Value>, String> {
         let body = serde_json::to_vec(alert).map_err(|e| e.to_string())?;
-        crate::llm::openai::install_tls_provider();
-        let http = reqwest::Client::builder().timeout(self.timeout).build().map_err(|e| e.to_string())?;
-        let timestamp = time::OffsetDateTime::now_utc().unix_timestamp();
-        let response = http
-            .post(&self.url)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header(EVENT_HEADER, "drift_detected")
-            .header(DELIVERY_HEADER, uuid::Uuid::now_v7().to_string())
-            .header(TIMESTAMP_HEADER, timestamp.to_string())
-            .header(SIGNATURE_HEADER, signature(&self.secret, timestamp, &body))
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| e.without_url().to_string())?;
-        if response.status().is_success() {
-            Ok(Some(json!({"event": "webhook_delivered", "status": response.status().as_u16()})))
-        } else {
-            Err(format!("status {}", response.status().as_u16()))
-        }
+        let status = post_once(&self.url, &self.secret, self.timeout, "drift_detected", body).await?;
+        Ok(Some(json!({"event": "webhook_delivered", "status": status})))
     }
 }
 

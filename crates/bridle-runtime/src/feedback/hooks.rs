@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::notify::webhook::{DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, signature};
+use crate::notify::webhook::post_once;
 
 /// Feedback was stored.
 pub const OUTCOME_COLLECTED: &str = "outcome_collected";
@@ -84,21 +84,7 @@ impl LoopHook for WebhookLoopHook {
             return Ok(());
         }
         let body = serde_json::to_vec(event).map_err(|e| e.to_string())?;
-        crate::llm::openai::install_tls_provider();
-        let http = reqwest::Client::builder().timeout(self.timeout).build().map_err(|e| e.to_string())?;
-        let timestamp = time::OffsetDateTime::now_utc().unix_timestamp();
-        let response = http
-            .post(&self.url)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header(EVENT_HEADER, event.event)
-            .header(DELIVERY_HEADER, uuid::Uuid::now_v7().to_string())
-            .header(TIMESTAMP_HEADER, timestamp.to_string())
-            .header(SIGNATURE_HEADER, signature(&self.secret, timestamp, &body))
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| e.without_url().to_string())?;
-        if response.status().is_success() { Ok(()) } else { Err(format!("status {}", response.status().as_u16())) }
+        post_once(&self.url, &self.secret, self.timeout, event.event, body).await.map(|_| ())
     }
 }
 

@@ -153,6 +153,39 @@ pub fn signature(secret: &[u8], timestamp: i64, body: &[u8]) -> String {
     format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
 }
 
+/// A POST of `body` to `url` as event `event`, signed now: the headers every Bridle webhook
+/// carries (content type, event, delivery id, timestamp, signature).
+fn signed(
+    http: &reqwest::Client,
+    url: &str,
+    secret: &[u8],
+    event: &str,
+    delivery: &str,
+    body: Vec<u8>,
+) -> reqwest::RequestBuilder {
+    let timestamp = time::OffsetDateTime::now_utc().unix_timestamp();
+    let signature = signature(secret, timestamp, &body);
+    http.post(url)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .header(EVENT_HEADER, event)
+        .header(DELIVERY_HEADER, delivery)
+        .header(TIMESTAMP_HEADER, timestamp.to_string())
+        .header(SIGNATURE_HEADER, signature)
+        .body(body)
+}
+
+/// One signed delivery of `body` as event `event` (the hooks of drift and the feedback loop): a
+/// single attempt within `timeout`; the response status when it is a success, else why not.
+pub async fn post_once(url: &str, secret: &[u8], timeout: Duration, event: &str, body: Vec<u8>) -> Result<u16, String> {
+    crate::llm::openai::install_tls_provider();
+    let http = reqwest::Client::builder().timeout(timeout).build().map_err(|e| e.to_string())?;
+    let delivery = uuid::Uuid::now_v7().to_string();
+    let response =
+        signed(&http, url, secret, event, &delivery, body).send().await.map_err(|e| e.without_url().to_string())?;
+    let status = response.status();
+    if status.is_success() { Ok(status.as_u16()) } else { Err(format!("status {}", status.as_u16())) }
+}
+
 impl ApprovalNotifier for WebhookNotifier {
     fn approval_requested(&self, request: &ApprovalRequest) {
         let body = self.body(request);
@@ -171,18 +204,8 @@ async fn deliver(inner: &Inner, approval_id: &str, body: Vec<u8>) {
     let delivery = uuid::Uuid::now_v7().to_string();
     let mut backoff = inner.first_backoff;
     for attempt in 0..=inner.retries {
-        let timestamp = time::OffsetDateTime::now_utc().unix_timestamp();
-        let sent = inner
-            .http
-            .post(&inner.url)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header(EVENT_HEADER, "approval_requested")
-            .header(DELIVERY_HEADER, &delivery)
-            .header(TIMESTAMP_HEADER, timestamp.to_string())
-            .header(SIGNATURE_HEADER, signature(&inner.secret, timestamp, &body))
-            .body(body.clone())
-            .send()
-            .await;
+        let sent =
+            signed(&inner.http, &inner.url, &inner.secret, "approval_requested", &delivery, body.clone()).send().await;
         let failure = match sent {
             Ok(r) if r.status().is_success() => {
                 tracing::debug!(approval_id, delivery = %delivery, attempt, "webhook delivered");
