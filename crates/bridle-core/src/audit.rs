@@ -54,6 +54,9 @@ pub enum EventKind {
     /// An executed action got its outcome (an operator's rating or an observation; call id:
     /// the job id).
     ActionOutcome,
+    /// Feedback on a decision was stored (call id: the feedback id; reason: the rating, score
+    /// and source; the comment itself is not repeated).
+    FeedbackCollected,
 }
 
 impl EventKind {
@@ -72,6 +75,7 @@ impl EventKind {
             Self::KillSwitchSet => "kill_switch_set",
             Self::KillSwitchLifted => "kill_switch_lifted",
             Self::ActionOutcome => "action_outcome",
+            Self::FeedbackCollected => "feedback_collected",
         }
     }
 }

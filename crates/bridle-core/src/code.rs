@@ -75,6 +75,9 @@ codes! {
     IdempotencyConflict => "idempotency_conflict",
     /// The outcome of an earlier attempt is not known yet.
     OutcomeUnknown => "outcome_unknown",
+    /// The call with this idempotency key is still running (its job is reserved or dispatched);
+    /// `detail.job_id` names it. Retry the identical call later for its stored result.
+    InProgress => "in_progress",
     // 9. approval binding
     /// A human approval is needed; a pending request was created or found.
     ApprovalRequired => "approval_required",

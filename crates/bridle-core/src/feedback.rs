@@ -127,9 +127,10 @@ pub struct Feedback {
 /// Outcome records per decision.
 #[async_trait]
 pub trait FeedbackStore: Send + Sync {
-    /// Stores `feedback`; `NotFound` when its tenant has no decision `decision_id` (another
-    /// tenant's decision is unknown too), `Duplicate` when the id exists.
-    async fn add_feedback(&self, feedback: &Feedback) -> StoreResult<()>;
+    /// Stores `feedback` and appends `audit` in one transaction (see [`crate::ports::Audit`]);
+    /// `NotFound` when its tenant has no decision `decision_id` (another tenant's decision is
+    /// unknown too), `Duplicate` when the id exists. A refusal writes nothing.
+    async fn add_feedback(&self, feedback: &Feedback, audit: crate::ports::Audit) -> StoreResult<()>;
     /// Feedback of `tenant`, newest first (ties in insertion order), only of `decision_id` when
     /// given, at most `limit`.
     async fn feedback(&self, tenant: &str, decision_id: Option<&str>, limit: u32) -> StoreResult<Vec<Feedback>>;

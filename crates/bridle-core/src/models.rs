@@ -216,8 +216,9 @@ pub trait ModelRegistry: Send + Sync {
     /// The tenant's models by name.
     async fn models(&self, tenant: &str) -> StoreResult<Vec<ModelEntry>>;
     /// Replaces the stored entry of `updated.tenant` / `updated.name` with `updated` if its
-    /// stage is still `from` (compare-and-set); whether it did.
-    async fn move_stage(&self, updated: &ModelEntry, from: Stage) -> StoreResult<bool>;
+    /// stage is still `from` (compare-and-set), appending `audit` in the same transaction (see
+    /// [`crate::ports::Audit`]); whether it did (nothing is written when it did not).
+    async fn move_stage(&self, updated: &ModelEntry, from: Stage, audit: crate::ports::Audit) -> StoreResult<bool>;
 }
 
 #[cfg(test)]

@@ -64,11 +64,38 @@ pub trait ArgumentScanner: Send + Sync {
     fn scan(&self, param: &str, text: &str) -> Result<(), Rejection>;
 }
 
+/// The audit records a state change appends in its own transaction (see [`ApprovalLedger`]).
+///
+/// INVARIANT: every port method that changes state and takes an `Audit` commits the change and
+/// these records (chained, masked, exactly as [`AuditLog::append`] would write them) in ONE
+/// transaction, or neither: when the records cannot be written, the change is rolled back and
+/// the method fails with a [`StoreError`]. Records are appended only when the change happens
+/// (a refused grant, a transition from another state, a lift of a switch that was off append
+/// nothing). `[audit] evidence = "metadata_only"` is applied by the caller
+/// (`Stores::evidence` in the runtime) before the records reach the store.
+pub type Audit = Vec<AuditRecord>;
+
+/// What `create_request` did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Created {
+    /// The request was stored (and its audit records appended).
+    New,
+    /// Another live pending request of the same tenant holds this plan; nothing was written.
+    /// Every caller racing to create a request for one plan gets this one back.
+    Existing(Box<ApprovalRequest>),
+}
+
 /// Approval requests, grants and rejections.
 #[async_trait]
 pub trait ApprovalLedger: Send + Sync {
-    /// Stores a new request; `Duplicate` if the id exists.
-    async fn create_request(&self, request: &ApprovalRequest) -> StoreResult<()>;
+    /// Stores a new pending request with its `audit` records, unless its tenant already has a
+    /// pending, unexpired (at `request.created_at`) request for the same plan hash: then that
+    /// one is returned and nothing is written.
+    ///
+    /// INVARIANT: at most one live pending request per (tenant, plan hash), guaranteed by the
+    /// store itself (a unique index, or one lock), never by a read before the insert; a pending
+    /// request that has expired is moved out of the way first. `Duplicate` if the id exists.
+    async fn create_request(&self, request: &ApprovalRequest, audit: Audit) -> StoreResult<Created>;
     /// A request of `tenant` by id.
     async fn get_request(&self, tenant: &str, id: &str) -> StoreResult<Option<ApprovalRequest>>;
     /// For a call without an approval id: a granted, unconsumed, unexpired request for exactly
@@ -88,9 +115,11 @@ pub trait ApprovalLedger: Send + Sync {
         expected_grants: usize,
         grant: &Grant,
         granted: bool,
+        audit: Audit,
     ) -> StoreResult<()>;
     /// Marks a pending request rejected with a reason; `Contention` if it is no longer pending.
-    async fn reject_request(&self, tenant: &str, id: &str, approver: &str, reason: &str) -> StoreResult<()>;
+    async fn reject_request(&self, tenant: &str, id: &str, approver: &str, reason: &str, audit: Audit)
+    -> StoreResult<()>;
     /// Pending, unexpired requests of a tenant, oldest first.
     async fn list_pending(&self, tenant: &str, now: OffsetDateTime) -> StoreResult<Vec<ApprovalRequest>>;
 }
@@ -122,10 +151,12 @@ pub enum Reserved {
 pub trait JobStore: Send + Sync {
     /// The job holding an idempotency key of `tenant`/`subject`.
     async fn find_by_key(&self, tenant: &str, subject: &str, key: &str) -> StoreResult<Option<Job>>;
-    /// In one transaction: claim the idempotency key, consume the approval, insert the job as
-    /// `reserved`. Either all of it happens or none.
-    async fn reserve(&self, job: &Job, consume: Option<&Consume>) -> StoreResult<Reserved>;
-    /// Moves a job from `from` to `to`, storing the outcome; `false` if it was not in `from`.
+    /// In one transaction: claim the idempotency key, consume the approval, insert the job in
+    /// the status it carries (the gate inserts it `dispatched`) and append `audit`. Either all
+    /// of it happens or none; a refusal writes nothing.
+    async fn reserve(&self, job: &Job, consume: Option<&Consume>, audit: Audit) -> StoreResult<Reserved>;
+    /// Moves a job from `from` to `to`, storing the outcome and appending `audit` in the same
+    /// transaction; `false` (and nothing written) if it was not in `from`.
     async fn transition(
         &self,
         id: &str,
@@ -133,6 +164,7 @@ pub trait JobStore: Send + Sync {
         to: JobStatus,
         outcome: Option<&Value>,
         now: OffsetDateTime,
+        audit: Audit,
     ) -> StoreResult<bool>;
     /// A job by id.
     async fn get_job(&self, id: &str) -> StoreResult<Option<Job>>;
@@ -249,10 +281,11 @@ pub trait ActionLedger: Send + Sync {
 /// time. Stored, so every replica sharing the store sees a switch on its next read.
 #[async_trait]
 pub trait KillSwitches: Send + Sync {
-    /// Turns the switch of `switch.scope` on; whether it was off before.
-    async fn set_kill(&self, switch: &KillSwitch) -> StoreResult<bool>;
-    /// Turns the switch of exactly `scope` off; the switch that was on, if any.
-    async fn lift_kill(&self, scope: &KillScope) -> StoreResult<Option<KillSwitch>>;
+    /// Turns the switch of `switch.scope` on, appending `audit`; whether it was off before.
+    async fn set_kill(&self, switch: &KillSwitch, audit: Audit) -> StoreResult<bool>;
+    /// Turns the switch of exactly `scope` off, appending `audit` if one was on; the switch that
+    /// was on, if any.
+    async fn lift_kill(&self, scope: &KillScope, audit: Audit) -> StoreResult<Option<KillSwitch>>;
     /// Every switch that is on, oldest first.
     async fn active_kills(&self) -> StoreResult<Vec<KillSwitch>>;
     /// The oldest switch covering a call of `tenant` on behalf of `agent`, if any (one read).
@@ -264,9 +297,16 @@ pub trait KillSwitches: Send + Sync {
 pub trait ActionHistory: Send + Sync {
     /// Records an executed action (unrated); recording the same job again changes nothing.
     async fn record_action(&self, action: &ActionRecord) -> StoreResult<()>;
-    /// Gives the action of `job_id` its outcome (a later rating replaces an earlier one); the
-    /// rated record, or `None` when no such action was recorded.
-    async fn rate_action(&self, tenant: &str, job_id: &str, rating: &Rating) -> StoreResult<Option<ActionRecord>>;
+    /// Gives the action of `job_id` its outcome (a later rating replaces an earlier one) and
+    /// appends the records `audit` makes of the rated action, in one transaction; the rated
+    /// record, or `None` when no such action was recorded (nothing is written then).
+    async fn rate_action(
+        &self,
+        tenant: &str,
+        job_id: &str,
+        rating: &Rating,
+        audit: &(dyn for<'a> Fn(&'a ActionRecord) -> Audit + Send + Sync),
+    ) -> StoreResult<Option<ActionRecord>>;
     /// Actions of `tool` for `diagnosis` on `equipment_class` executed at or after `since`,
     /// newest first.
     async fn action_history(

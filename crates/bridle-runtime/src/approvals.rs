@@ -8,7 +8,7 @@ use bridle_core::approval::{self, ApprovalRequest, ApprovalStatus, Grant, SCOPE_
 use bridle_core::audit::{AuditRecord, Decision, EventKind, Timings};
 use bridle_core::contract::{ApprovalLevel, Mode};
 use bridle_core::plan::Plan;
-use bridle_core::ports::StoreError;
+use bridle_core::ports::{Created, StoreError};
 use bridle_core::{Code, Principal, Rejection, RunContext};
 use serde_json::Value;
 use time::OffsetDateTime;
@@ -77,10 +77,16 @@ impl Gate {
         let hash = plan.hash().map_err(GateError::from)?;
         let now = self.clock.now();
         let request = ApprovalRequest::new(id.to_owned(), plan, hash, level, now, expires_at);
-        self.stores.approvals.create_request(&request).await?;
-        self.audit_approval(EventKind::ApprovalRequested, &request, &request.requester, None, None).await?;
-        announce(self, &request);
-        Ok(request)
+        let event = self.approval_record(EventKind::ApprovalRequested, &request, &request.requester, None, None);
+        // INVARIANT: the request and its `approval_requested` event commit together; a plan
+        // with a live pending request gets that one back (nothing new, nobody notified).
+        match self.stores.approvals.create_request(&request, self.stores.evidence(vec![event])).await? {
+            Created::New => {
+                announce(self, &request);
+                Ok(request)
+            }
+            Created::Existing(existing) => Ok(*existing),
+        }
     }
 
     /// Adds `approver`'s grant to request `id` of the approver's tenant.
@@ -105,21 +111,23 @@ impl Gate {
             let mut grants = request.grants.clone();
             grants.push(grant.clone());
             let granted = approval::satisfies(request.level, &grants);
-            match self.stores.approvals.add_grant(&request.tenant, id, request.grants.len(), &grant, granted).await {
+            let expected = request.grants.len();
+            let mut updated = request;
+            updated.grants = grants;
+            if granted {
+                updated.status = ApprovalStatus::Granted;
+            }
+            let event = self.approval_record(
+                EventKind::ApprovalGranted,
+                &updated,
+                &approver.subject,
+                None,
+                Some(Decision::Executed),
+            );
+            // INVARIANT: the grant and its `approval_granted` event commit together.
+            let audit = self.stores.evidence(vec![event]);
+            match self.stores.approvals.add_grant(&updated.tenant, id, expected, &grant, granted, audit).await {
                 Ok(()) => {
-                    let mut updated = request;
-                    updated.grants = grants;
-                    if granted {
-                        updated.status = ApprovalStatus::Granted;
-                    }
-                    self.audit_approval(
-                        EventKind::ApprovalGranted,
-                        &updated,
-                        &approver.subject,
-                        None,
-                        Some(Decision::Executed),
-                    )
-                    .await?;
                     metrics::counter!("bridle_approvals_granted_total").increment(1);
                     return Ok(updated);
                 }
@@ -138,7 +146,14 @@ impl Gate {
         if let Err(r) = approval::check_grant(&request, approver, service.as_deref(), request.created_at) {
             return Err(ApprovalError::Refused(r));
         }
-        match self.stores.approvals.reject_request(&request.tenant, id, &approver.subject, reason).await {
+        let mut updated = request;
+        updated.status = ApprovalStatus::Rejected;
+        updated.rejection_reason = Some(reason.to_owned());
+        let event =
+            self.approval_record(EventKind::ApprovalRejected, &updated, &approver.subject, None, Some(Decision::Rejected));
+        // INVARIANT: the rejection and its `approval_rejected` event commit together.
+        let audit = self.stores.evidence(vec![event]);
+        match self.stores.approvals.reject_request(&updated.tenant, id, &approver.subject, reason, audit).await {
             Ok(()) => {}
             Err(StoreError::Contention(_)) => {
                 return Err(ApprovalError::Refused(Rejection::new(
@@ -148,11 +163,6 @@ impl Gate {
             }
             Err(e) => return Err(e.into()),
         }
-        let mut updated = request;
-        updated.status = ApprovalStatus::Rejected;
-        updated.rejection_reason = Some(reason.to_owned());
-        self.audit_approval(EventKind::ApprovalRejected, &updated, &approver.subject, None, Some(Decision::Rejected))
-            .await?;
         metrics::counter!("bridle_approvals_rejected_total").increment(1);
         Ok(updated)
     }
@@ -228,6 +238,7 @@ impl Gate {
         Err(ApprovalError::Refused(refusal))
     }
 
+    /// Appends an approval event that records no state change (a refused grant).
     async fn audit_approval(
         &self,
         kind: EventKind,
@@ -236,7 +247,21 @@ impl Gate {
         rejection: Option<&Rejection>,
         decision: Option<Decision>,
     ) -> Result<(), ApprovalError> {
-        let record = AuditRecord {
+        let record = self.approval_record(kind, r, subject, rejection, decision);
+        self.stores.audit.append(vec![record]).await?;
+        Ok(())
+    }
+
+    /// The audit record of an approval event about `r` by `subject`.
+    fn approval_record(
+        &self,
+        kind: EventKind,
+        r: &ApprovalRequest,
+        subject: &str,
+        rejection: Option<&Rejection>,
+        decision: Option<Decision>,
+    ) -> AuditRecord {
+        AuditRecord {
             kind,
             call_id: r.id.clone(),
             at: self.clock.now(),
@@ -255,9 +280,7 @@ impl Gate {
             reason: rejection.map(|x| x.message.clone()),
             timings: Timings::default(),
             versions: bridle_core::audit::Versions::tools_only(self.config.registry.schema_hash()),
-        };
-        self.stores.audit.append(vec![record]).await?;
-        Ok(())
+        }
     }
 }
 

@@ -9,6 +9,7 @@ pub mod hooks;
 
 use std::sync::{Arc, LazyLock};
 
+use bridle_core::audit::{AuditRecord, EventKind, Timings, Versions};
 use bridle_core::decision::DecisionRecord;
 use bridle_core::drift::Params;
 use bridle_core::feedback::{self as core, Analysis, Feedback, FeedbackError, FeedbackInput, FeedbackStore};
@@ -43,9 +44,11 @@ pub(crate) fn mask_text(text: &str) -> Result<String, StoreError> {
 }
 
 /// Stores `input` as feedback of `rater` (a subject of `tenant`) on `decision_id`, with a fresh
-/// id, then fires `outcome_collected`. The comment is masked (secrets, PII) before it is stored.
+/// id and its `feedback_collected` audit event in one transaction, then fires
+/// `outcome_collected`. The comment is masked (secrets, PII) before it is stored, and not
+/// repeated in the event.
 pub async fn collect(
-    store: &dyn FeedbackStore,
+    stores: &crate::store::Stores,
     hooks: &[Arc<dyn LoopHook>],
     tenant: &str,
     decision_id: &str,
@@ -69,7 +72,9 @@ pub async fn collect(
         rater: rater.to_owned(),
         created_at: now,
     };
-    match store.add_feedback(&feedback).await {
+    // INVARIANT: the feedback commits with its `feedback_collected` event, or not at all.
+    let event = stores.evidence(vec![collected_event(&feedback)]);
+    match stores.feedback.add_feedback(&feedback, event).await {
         Ok(()) => {}
         Err(StoreError::NotFound(_)) => return Err(CollectError::UnknownDecision(decision_id.to_owned())),
         Err(e) => return Err(CollectError::Store(e)),
@@ -81,6 +86,33 @@ pub async fn collect(
     };
     let results = fire(hooks, &event).await;
     Ok((feedback, results))
+}
+
+/// The `feedback_collected` event of `f`: rating, score and source, never the comment.
+fn collected_event(f: &Feedback) -> AuditRecord {
+    let rating = f.rating.map(|r| format!("rating {r}"));
+    let score = f.score.map(|s| format!("score {s}"));
+    let said: Vec<String> = rating.into_iter().chain(score).collect();
+    AuditRecord {
+        kind: EventKind::FeedbackCollected,
+        call_id: f.feedback_id.clone(),
+        at: f.created_at,
+        tenant: f.tenant.clone(),
+        subject: f.rater.clone(),
+        run_id: String::new(),
+        incident: String::new(),
+        tool: String::new(),
+        policy_version: String::new(),
+        plan_hash: None,
+        executor_identity: None,
+        approval_id: None,
+        approver: None,
+        decision: None,
+        code: None,
+        reason: Some(format!("{} feedback on decision `{}`: {}", f.source.as_str(), f.decision_id, said.join(", "))),
+        timings: Timings::default(),
+        versions: Versions::default(),
+    }
 }
 
 /// What [`analyze`] reads.

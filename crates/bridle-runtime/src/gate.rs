@@ -19,6 +19,7 @@ use std::sync::Arc;
 use bridle_core::audit::Decision;
 use bridle_core::config::Config;
 use bridle_core::contract::{ApprovalLevel, Mode, ToolContract};
+use bridle_core::job::JobStatus;
 use bridle_core::level::{self, CallSignals};
 use bridle_core::plan::{CanonicalError, Plan, PlanHash};
 use bridle_core::ports::{Adapter, ArgumentScanner, Clock, StoreError};
@@ -327,7 +328,25 @@ impl Gate {
                 UNREGISTERED.clone_into(&mut record.tool);
             }
         }
-        self.stores.audit.append(vec![record]).await?;
+        let record = self.stores.evidence(vec![record]);
+        match t.settle.take() {
+            // INVARIANT: an executed job is settled in the same transaction as the call's
+            // `tool_call` event; if that cannot be written the job stays `dispatched` (to be
+            // reconciled) and the call is an error, never an answer without its event.
+            Some(s) => {
+                let jobs = &self.stores.jobs;
+                let now = self.clock.now();
+                let moved =
+                    jobs.transition(&s.job_id, JobStatus::Dispatched, s.to, Some(&s.outcome), now, record.clone()).await?;
+                if !moved {
+                    // Reconciliation settled it first (its own event); the call is still audited.
+                    self.stores.audit.append(record).await?;
+                }
+            }
+            None => {
+                self.stores.audit.append(record).await?;
+            }
+        }
         Ok(outcome)
     }
 
@@ -391,7 +410,19 @@ impl Gate {
         }
         // 9. approval binding
         let proposal = Proposal { principal, req, tool: &tool, plan, plan_hash, level };
-        let consume = binding::bind(self, &proposal, t).await?;
+        let consume = match binding::bind(self, &proposal, t).await {
+            // A keyed call refused here may have lost to its own first attempt after step 8:
+            // re-read the key, and answer as step 8 would now.
+            Err(Stop::Reject(r)) if req.idempotency_key.is_some() && !req.dry_run => {
+                if let Some(key) = &req.idempotency_key
+                    && let Some(stored) = binding::idempotent(self, principal, key, &proposal.plan_hash, t).await?
+                {
+                    return Ok(stored);
+                }
+                return Err(r.into());
+            }
+            other => other?,
+        };
         if req.dry_run {
             return Ok((Verdict::DryRun { would_reject: None }, Decision::DryRun));
         }

@@ -19,8 +19,14 @@ pub async fn rate(
     // A note is an operator's free text: stored and audited masked, like a feedback comment.
     let note = rating.note.as_deref().filter(|n| !n.is_empty()).map(crate::feedback::mask_text).transpose()?;
     let rating = &Rating { note, ..rating.clone() };
-    let Some(action) = gate.stores().history.rate_action(tenant, job_id, rating).await? else { return Ok(None) };
-    let record = AuditRecord {
+    let event = |action: &ActionRecord| gate.stores().evidence(vec![outcome_event(gate, tenant, job_id, rating, action)]);
+    // INVARIANT: the rating commits with its `action_outcome` event, or not at all.
+    gate.stores().history.rate_action(tenant, job_id, rating, &event).await
+}
+
+/// The `action_outcome` event of `action` rated with `rating`.
+fn outcome_event(gate: &Gate, tenant: &str, job_id: &str, rating: &Rating, action: &ActionRecord) -> AuditRecord {
+    AuditRecord {
         kind: EventKind::ActionOutcome,
         call_id: job_id.to_owned(),
         at: rating.rated_at,
@@ -46,7 +52,5 @@ pub async fn rate(
         )),
         timings: Timings::default(),
         versions: Versions::tools_only(gate.config().registry.schema_hash()),
-    };
-    gate.stores().audit.append(vec![record]).await?;
-    Ok(Some(action))
+    }
 }

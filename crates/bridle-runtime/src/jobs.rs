@@ -6,7 +6,8 @@
 //! gate always records the adapter's answer (or `unknown`) within the tool's timeout. An
 //! abandoned `dispatched` job becomes `unknown` and is asked about like any other; an abandoned
 //! `reserved` job was never sent (dispatch is stored before the adapter is called), so it fails.
-//! Every job whose status moves is audited as a `job_settled` event of its tenant's chain.
+//! Every job whose status moves is audited as a `job_settled` event of its tenant's chain, in the
+//! same transaction as the move.
 
 use std::time::Duration;
 
@@ -40,6 +41,11 @@ pub struct Settled {
     pub to: JobStatus,
 }
 
+/// The report line of `job` moving to `to`.
+fn settled(job: &Job, to: JobStatus) -> Settled {
+    Settled { job_id: job.id.clone(), tool: job.plan.tool.clone(), tenant: job.tenant.clone(), from: job.status, to }
+}
+
 impl Gate {
     /// Settles every job left `unknown`, asking the adapter for each outcome; jobs abandoned
     /// by a dead process are taken up after [`DEFAULT_GRACE`].
@@ -54,38 +60,34 @@ impl Gate {
         let mut out = Vec::new();
         for job in self.stores.jobs.unsettled().await? {
             let abandoned = self.abandoned(&job, grace, self.clock.now());
-            let to = match job.status {
-                JobStatus::Unknown => self.ask(&job).await?,
-                JobStatus::Dispatched if abandoned => {
-                    let moved = self
-                        .stores
-                        .jobs
-                        .transition(&job.id, JobStatus::Dispatched, JobStatus::Unknown, None, self.clock.now())
-                        .await?;
-                    if !moved {
-                        continue; // its gate answered meanwhile
+            let (to, verdict, output) = match job.status {
+                JobStatus::Unknown => match self.ask(&job).await {
+                    Some(answer) => answer,
+                    None => {
+                        // Still unknown: reported, nothing moves (so nothing is audited).
+                        out.push(settled(&job, JobStatus::Unknown));
+                        continue;
                     }
-                    self.ask(&Job { status: JobStatus::Unknown, ..job.clone() }).await?
+                },
+                // An abandoned dispatch is asked about as an unknown job; whatever it becomes
+                // (`unknown` included) is one move from `dispatched`, conditional on it still
+                // being there (its gate may have answered meanwhile).
+                JobStatus::Dispatched if abandoned => {
+                    self.ask(&job).await.unwrap_or((JobStatus::Unknown, None, None))
                 }
                 JobStatus::Reserved if abandoned => {
                     let r = Rejection::new(
                         Code::AdapterFailed,
                         "never dispatched: the process stopped after reserving the job, and nothing was sent",
                     );
-                    self.settle(&job, JobStatus::Failed, Verdict::Rejected { rejection: r }, None).await?
+                    (JobStatus::Failed, Some(Verdict::Rejected { rejection: r }), None)
                 }
                 _ => continue,
             };
-            if to != job.status {
-                self.audit_settled(&job, to).await?;
+            if !self.settle(&job, to, verdict, output).await? {
+                continue; // moved by someone else meanwhile
             }
-            out.push(Settled {
-                job_id: job.id.clone(),
-                tool: job.plan.tool.clone(),
-                tenant: job.tenant.clone(),
-                from: job.status,
-                to,
-            });
+            out.push(settled(&job, to));
         }
         Ok(out)
     }
@@ -98,23 +100,24 @@ impl Gate {
         grace.is_zero() || (age.is_positive() && age.unsigned_abs() >= timeout.saturating_add(grace))
     }
 
-    /// Asks the adapter about an `unknown` job and settles it when the adapter can tell.
-    async fn ask(&self, job: &Job) -> Result<JobStatus, GateError> {
-        Ok(match self.adapter.outcome(job).await {
+    /// Asks the adapter what became of `job`: the status and answer to settle it with, or
+    /// `None` while the adapter cannot tell.
+    async fn ask(&self, job: &Job) -> Option<(JobStatus, Option<Verdict>, Option<OutputReport>)> {
+        match self.adapter.outcome(&Job { status: JobStatus::Unknown, ..job.clone() }).await {
             Ok(Outcome::Applied(result)) => {
                 let (verdict, output) = self.guard_settled(job, result);
-                self.settle(job, JobStatus::Succeeded, verdict, output).await?
+                Some((JobStatus::Succeeded, Some(verdict), output))
             }
             Ok(Outcome::NotApplied) => {
                 let r = Rejection::new(Code::AdapterFailed, "the adapter reports the change was not applied");
-                self.settle(job, JobStatus::Failed, Verdict::Rejected { rejection: r }, None).await?
+                Some((JobStatus::Failed, Some(Verdict::Rejected { rejection: r }), None))
             }
-            Ok(Outcome::Unknown) | Err(AdapterError::Timeout | AdapterError::Lost(_)) => JobStatus::Unknown,
+            Ok(Outcome::Unknown) | Err(AdapterError::Timeout | AdapterError::Lost(_)) => None,
             Err(e) => {
                 tracing::warn!(job_id = %job.id, error = %e, "outcome query failed");
-                JobStatus::Unknown
+                None
             }
-        })
+        }
     }
 
     /// Gate step 11 for a result learned by reconciliation (no canary is known here; the run was
@@ -128,17 +131,21 @@ impl Gate {
         }
     }
 
-    /// Moves `job` from its current status to `to` with the answer a retry will get.
+    /// Moves `job` from its current status to `to` with the answer a retry will get (`None`:
+    /// keep the stored one) and its `job_settled` event, in one transaction; whether it moved.
     async fn settle(
         &self,
         job: &Job,
         to: JobStatus,
-        verdict: Verdict,
+        verdict: Option<Verdict>,
         output: Option<OutputReport>,
-    ) -> Result<JobStatus, GateError> {
-        let mut outcome =
-            job.outcome.as_ref().and_then(|o| serde_json::from_value::<CallOutcome>(o.clone()).ok()).unwrap_or_else(
-                || CallOutcome {
+    ) -> Result<bool, GateError> {
+        let stored = verdict.map(|verdict| {
+            let mut outcome = job
+                .outcome
+                .as_ref()
+                .and_then(|o| serde_json::from_value::<CallOutcome>(o.clone()).ok())
+                .unwrap_or_else(|| CallOutcome {
                     call_id: String::new(),
                     tool: job.plan.tool.clone(),
                     verdict: verdict.clone(),
@@ -149,24 +156,26 @@ impl Gate {
                     executor_identity: Some(job.executor.clone()),
                     idempotent_replay: false,
                     output: None,
-                },
-            );
-        outcome.verdict = verdict;
-        outcome.output = output;
-        let stored = serde_json::to_value(&outcome).unwrap_or(Value::Null);
-        let moved = self.stores.jobs.transition(&job.id, job.status, to, Some(&stored), self.clock.now()).await?;
-        Ok(if moved { to } else { job.status })
+                });
+            outcome.verdict = verdict;
+            outcome.output = output;
+            serde_json::to_value(&outcome).unwrap_or(Value::Null)
+        });
+        // INVARIANT: a job moves with its `job_settled` event, or not at all.
+        let event = self.stores.evidence(vec![self.settled_event(job, to)]);
+        let now = self.clock.now();
+        Ok(self.stores.jobs.transition(&job.id, job.status, to, stored.as_ref(), now, event).await?)
     }
 
     /// One `job_settled` event in the job's tenant's chain: the job id as call id, the plan, its
     /// approval and executor, and the move in words.
-    async fn audit_settled(&self, job: &Job, to: JobStatus) -> Result<(), GateError> {
+    fn settled_event(&self, job: &Job, to: JobStatus) -> AuditRecord {
         let (decision, code) = match to {
             JobStatus::Succeeded => (Some(Decision::Executed), None),
             JobStatus::Failed => (Some(Decision::Rejected), Some(Code::AdapterFailed)),
             _ => (None, Some(Code::OutcomeUnknown)),
         };
-        let record = AuditRecord {
+        AuditRecord {
             kind: EventKind::JobSettled,
             call_id: job.id.clone(),
             at: self.clock.now(),
@@ -185,8 +194,6 @@ impl Gate {
             reason: Some(format!("reconciled: {} → {}", job.status.as_str(), to.as_str())),
             timings: Timings::default(),
             versions: bridle_core::audit::Versions::tools_only(self.config.registry.schema_hash()),
-        };
-        self.stores.audit.append(vec![record]).await?;
-        Ok(())
+        }
     }
 }

@@ -136,9 +136,10 @@ pub async fn set(
     reason: &str,
 ) -> Result<KillReport, StoreError> {
     let switch = KillSwitch { scope, reason: reason.to_owned(), set_by: who.to_owned(), set_at: gate.clock.now() };
-    let changed = gate.stores().kills.set_kill(&switch).await?;
+    // INVARIANT: the switch is set with its `kill_switch_set` events, in one transaction.
+    let events = records(gate, EventKind::KillSwitchSet, &switch, who).await?;
+    let changed = gate.stores().kills.set_kill(&switch, events).await?;
     gate.kill_cache.clear();
-    audit(gate, EventKind::KillSwitchSet, &switch, who).await?;
     let mut unfinished = unfinished(gate, checkpointer, &switch.scope).await?;
     if let Some(live) = live {
         unfinished.cancelled_runs = live.cancel_covered(std::slice::from_ref(&switch));
@@ -149,13 +150,12 @@ pub async fn set(
 /// Lifts the switch of exactly `scope` (by `who`) and audits it; `changed` is false when no
 /// such switch was on (nothing is audited then).
 pub async fn lift(gate: &Gate, who: &str, scope: KillScope, reason: &str) -> Result<KillReport, StoreError> {
-    let lifted = gate.stores().kills.lift_kill(&scope).await?;
+    let switch = KillSwitch { scope, reason: reason.to_owned(), set_by: who.to_owned(), set_at: gate.clock.now() };
+    // INVARIANT: lifted with its `kill_switch_lifted` events (appended only if one was on).
+    let events = records(gate, EventKind::KillSwitchLifted, &switch, who).await?;
+    let lifted = gate.stores().kills.lift_kill(&switch.scope, events).await?;
     gate.kill_cache.clear();
     let changed = lifted.is_some();
-    let switch = KillSwitch { scope, reason: reason.to_owned(), set_by: who.to_owned(), set_at: gate.clock.now() };
-    if changed {
-        audit(gate, EventKind::KillSwitchLifted, &switch, who).await?;
-    }
     Ok(KillReport { switch: lifted.unwrap_or(switch), changed, unfinished: Unfinished::default() })
 }
 
@@ -169,8 +169,9 @@ async fn tenants(gate: &Gate, scope: &KillScope) -> Result<Vec<String>, StoreErr
     Ok(all.into_iter().collect())
 }
 
-/// One event per tenant the scope reaches (a global switch is recorded in every chain).
-async fn audit(gate: &Gate, kind: EventKind, switch: &KillSwitch, who: &str) -> Result<(), StoreError> {
+/// One event per tenant the scope reaches (a global switch is recorded in every chain), as
+/// `[audit] evidence` keeps them.
+async fn records(gate: &Gate, kind: EventKind, switch: &KillSwitch, who: &str) -> Result<Vec<AuditRecord>, StoreError> {
     let records: Vec<AuditRecord> = tenants(gate, &switch.scope)
         .await?
         .into_iter()
@@ -198,8 +199,7 @@ async fn audit(gate: &Gate, kind: EventKind, switch: &KillSwitch, who: &str) -> 
             },
         })
         .collect();
-    gate.stores().audit.append(records).await?;
-    Ok(())
+    Ok(gate.stores().evidence(records))
 }
 
 /// Pending approvals, unsettled jobs and paused runs in the scope's tenants.

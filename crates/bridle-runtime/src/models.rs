@@ -128,9 +128,6 @@ pub async fn promote(
     let next = core::check_promotion(&entry, to, validation)?;
     let from = entry.stage;
     let updated = ModelEntry { stage: next, updated_at: now, validation: Some(validation.clone()), ..entry };
-    if !stores.models.move_stage(&updated, from).await? {
-        return Err(Refusal::Concurrent(name.to_owned()).into());
-    }
     let record = AuditRecord {
         kind: EventKind::ModelPromoted,
         call_id: uuid::Uuid::now_v7().to_string(),
@@ -152,7 +149,10 @@ pub async fn promote(
         versions: bridle_core::audit::Versions { model: Some(name.to_owned()), ..Default::default() },
         timings: Timings::default(),
     };
-    stores.audit.append(vec![record]).await?;
+    // INVARIANT: the promotion commits with its `model_promoted` event, or not at all.
+    if !stores.models.move_stage(&updated, from, stores.evidence(vec![record])).await? {
+        return Err(Refusal::Concurrent(name.to_owned()).into());
+    }
     let event = LoopEvent {
         event: MODEL_PROMOTED,
         tenant: tenant.to_owned(),

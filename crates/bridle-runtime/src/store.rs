@@ -12,6 +12,7 @@ pub mod sqlite;
 
 use std::sync::Arc;
 
+use bridle_core::audit::AuditRecord;
 use bridle_core::feedback::FeedbackStore;
 use bridle_core::models::ModelRegistry;
 use bridle_core::ports::{
@@ -50,6 +51,9 @@ pub struct Stores {
     pub history: Arc<dyn ActionHistory>,
     /// The URL it was opened from (`memory` for the in-memory store), without any password.
     pub url: String,
+    /// `[audit] evidence = "metadata_only"`: records handed to a state change lose their reason
+    /// (see [`Stores::evidence`]), as plain appends do through the wrapped `audit`.
+    metadata_only: bool,
 }
 
 impl Stores {
@@ -82,7 +86,22 @@ impl Stores {
             kills: backend.clone(),
             history: backend,
             url: url.to_owned(),
+            metadata_only: false,
         }
+    }
+
+    /// `records` as `[audit] evidence` asks them to be stored, for a state-change port method
+    /// that appends them in its own transaction (the plain `audit` port applies the setting
+    /// itself): under `metadata_only` every reason is dropped before it is hashed. Masking
+    /// needs nothing here: every store masks what it appends.
+    #[must_use]
+    pub fn evidence(&self, mut records: Vec<AuditRecord>) -> Vec<AuditRecord> {
+        if self.metadata_only {
+            for r in &mut records {
+                r.reason = None;
+            }
+        }
+        records
     }
 
     /// The same stores with audit appends group-committed (at most `max_batch` per commit).
@@ -98,6 +117,7 @@ impl Stores {
     #[must_use]
     pub fn with_audit_settings(mut self, settings: &bridle_core::config::AuditSettings) -> Self {
         self.audit = crate::audit::apply_settings(self.audit, settings);
+        self.metadata_only = settings.evidence == bridle_core::config::EvidenceMode::MetadataOnly;
         self
     }
 

@@ -41,7 +41,7 @@ pub async fn add(c: &Common<'_>, a: &AddArgs<'_>) -> anyhow::Result<ExitCode> {
         source: if a.automatic { Source::Automatic } else { Source::Operator },
     };
     let now = time::OffsetDateTime::now_utc();
-    match collect(stores.feedback.as_ref(), &hooks, c.tenant, a.decision, a.rater, input, now).await {
+    match collect(&stores, &hooks, c.tenant, a.decision, a.rater, input, now).await {
         Ok((feedback, results)) => {
             if c.json {
                 out::line(&serde_json::to_string(&feedback)?)?;

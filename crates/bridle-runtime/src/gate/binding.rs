@@ -6,17 +6,20 @@
 use bridle_core::approval::{self, ApprovalRequest, ApprovalStatus};
 use bridle_core::audit::{AuditRecord, Decision, EventKind, Timings};
 use bridle_core::contract::ToolContract;
-use bridle_core::job::Job;
+use bridle_core::job::{Job, JobStatus};
 use bridle_core::level::LevelDecision;
 use bridle_core::plan::PlanHash;
-use bridle_core::ports::Consume;
+use bridle_core::ports::{Consume, Created};
 use bridle_core::{Code, Principal, Rejection};
 use serde_json::json;
 
 use super::trace::Trace;
 use super::{CallOutcome, Gate, Proposal, Stop, Verdict};
 
-/// Step 8: a key already used answers from the store, refuses, or says the outcome is unknown.
+/// Step 8: a key already used answers from the store, refuses, says the call is still running
+/// (`in_progress`) or that its outcome is unknown (`outcome_unknown`). Called again when a keyed
+/// call lost a race after this step (at step 9 or at reservation), so a retry that raced its
+/// first attempt still gets that attempt's answer, never an approval refusal.
 pub(super) async fn idempotent(
     gate: &Gate,
     principal: &Principal,
@@ -47,6 +50,19 @@ pub(super) fn stored_answer(job: Job, plan_hash: &PlanHash, t: &mut Trace) -> Re
             // The stored result was guarded at step 11 when it ran; its report travels with it.
             t.output = stored.output;
             Ok((stored.verdict, Decision::Replayed))
+        }
+        // Still running: not an unknown outcome, just not finished yet.
+        _ if matches!(job.status, JobStatus::Reserved | JobStatus::Dispatched) => {
+            Err(Rejection::new(
+                Code::InProgress,
+                format!(
+                    "the call with this idempotency key is still running (job `{}` is {}); retry it later for its result",
+                    job.id,
+                    job.status.as_str()
+                ),
+            )
+            .with_detail(json!({"job_id": job.id, "status": job.status.as_str()}))
+            .into())
         }
         _ => Err(Rejection::new(
             Code::OutcomeUnknown,
@@ -90,6 +106,13 @@ pub(super) async fn bind(gate: &Gate, p: &Proposal<'_>, t: &mut Trace) -> Result
     if req.dry_run {
         return Err(Rejection::new(missing, "no approval exists for this plan (a real call would request one)").into());
     }
+    // A keyed call whose first attempt consumed the approval after step 8 gets that attempt's
+    // answer (the caller re-reads the key), not a fresh request for an executed plan.
+    if let Some(key) = &req.idempotency_key
+        && gate.stores.jobs.find_by_key(&principal.tenant, &principal.subject, key).await?.is_some()
+    {
+        return Err(Rejection::new(Code::ApprovalReplayed, "the keyed call was reserved meanwhile").into());
+    }
     let id = uuid::Uuid::now_v7().to_string();
     let mut request = ApprovalRequest::new(
         id.clone(),
@@ -100,11 +123,21 @@ pub(super) async fn bind(gate: &Gate, p: &Proposal<'_>, t: &mut Trace) -> Result
         now + gate.config.approval_ttl,
     );
     request.context.clone_from(&t.approval_context);
-    ledger.create_request(&request).await?;
-    gate.stores.audit.append(vec![requested_event(&request, gate.config.policy.version(), t, tool)]).await?;
-    crate::approvals::announce(gate, &request);
-    t.approval_id = Some(id.clone());
-    Err(pending(missing, &id, level, "was created").into())
+    let event = requested_event(&request, gate.config.policy.version(), t, tool);
+    // INVARIANT: the request commits with its `approval_requested` event, and a plan has at most
+    // one live pending request: of concurrent identical calls one creates it (and notifies),
+    // the others get the same id back.
+    match ledger.create_request(&request, gate.stores.evidence(vec![event])).await? {
+        Created::New => {
+            crate::approvals::announce(gate, &request);
+            t.approval_id = Some(id.clone());
+            Err(pending(missing, &id, level, "was created").into())
+        }
+        Created::Existing(existing) => {
+            t.approval_id = Some(existing.id.clone());
+            Err(pending(missing, &existing.id, level, "is waiting for a human").into())
+        }
+    }
 }
 
 fn pending(code: Code, id: &str, level: &LevelDecision, state: &str) -> Rejection {

@@ -1,9 +1,10 @@
 //! Gate step 10: run the call through the adapter with the tool's executor identity and timeout,
 //! then hand a result to step 11 (`output.rs`) before it goes anywhere.
 //!
-//! Reads go straight to the adapter. Changes become jobs: reserved (consuming the approval in
-//! the same transaction), dispatched, then succeeded, failed or unknown — each transition stored
-//! before the next step. A change whose outcome is unknown is never retried automatically.
+//! Reads go straight to the adapter. Changes become jobs: reserved and dispatched in one
+//! transaction (consuming the approval and appending `job_dispatched` in it), then succeeded,
+//! failed or unknown, stored with the call's `tool_call` event (`Gate::call`). A change whose
+//! outcome is unknown is never retried automatically.
 //!
 //! Run taint for a tool marked `untrusted_output`: a read taints its run after the adapter
 //! answered; a job taints it before it is reserved, because once a side effect may have happened
@@ -64,6 +65,9 @@ pub(super) async fn change(
 ) -> Result<(Verdict, Decision), Stop> {
     let Proposal { principal, req, tool, plan, plan_hash, .. } = p;
     let now = t.now;
+    // Reserved and dispatched in one transaction: the job is inserted `dispatched`, with the
+    // approval's consumption and the `job_dispatched` event, so nothing that is stored before
+    // the side effect lacks its event and no reconciliation can settle it in between.
     let job = Job {
         id: uuid::Uuid::now_v7().to_string(),
         tenant: principal.tenant.clone(),
@@ -73,32 +77,33 @@ pub(super) async fn change(
         plan_hash: plan_hash.clone(),
         executor: tool.executor.clone(),
         approval_id: consume.as_ref().map(|c| c.approval_id.clone()),
-        status: JobStatus::Reserved,
+        status: JobStatus::Dispatched,
         outcome: None,
         created_at: now,
         updated_at: now,
     };
     output::taint(gate, tool, principal, run, t).await?;
     let jobs = &gate.stores.jobs;
-    match jobs.reserve(&job, consume.as_ref()).await? {
+    // Write-ahead: the dispatch is in the tenant's chain before the side effect, so a process
+    // killed after the adapter acted still leaves the change audited.
+    // INVARIANT: reservation, consumption and `job_dispatched` commit together or not at all.
+    let event = gate.stores.evidence(vec![dispatched(gate, principal, run, &job, t)]);
+    match jobs.reserve(&job, consume.as_ref(), event).await? {
         Reserved::Reserved => {}
-        Reserved::ApprovalRefused(r) => return Err(r.into()),
+        Reserved::ApprovalRefused(r) => {
+            // A keyed call that lost the approval to its own earlier attempt gets that answer.
+            if let Some(key) = &req.idempotency_key
+                && let Some(existing) = jobs.find_by_key(&principal.tenant, &principal.subject, key).await?
+            {
+                return stored_answer(existing, plan_hash, t);
+            }
+            return Err(r.into());
+        }
         // Another call with the same key won the race between step 8 and here.
         Reserved::KeyTaken(existing) => return stored_answer(*existing, plan_hash, t),
     }
     t.job_id = Some(job.id.clone());
     t.executor = Some(tool.executor.clone());
-    if !jobs.transition(&job.id, JobStatus::Reserved, JobStatus::Dispatched, None, gate.clock.now()).await? {
-        // INVARIANT: nothing is sent for a job reconciliation already settled as abandoned.
-        return Err(Rejection::new(
-            Code::AdapterFailed,
-            "the job was settled before it was dispatched; nothing was sent",
-        )
-        .into());
-    }
-    // Write-ahead: the dispatch is in the tenant's chain before the side effect, so a process
-    // killed after the adapter acted still leaves the change audited.
-    gate.stores.audit.append(vec![dispatched(gate, principal, run, &job, t)]).await?;
     let call = AdapterCall {
         tool: tool.name.clone(),
         tenant: principal.tenant.clone(),
@@ -126,8 +131,19 @@ pub(super) async fn change(
         Err(_) => (JobStatus::Unknown, Verdict::Rejected { rejection: timeout(tool) }, Decision::Rejected),
     };
     let stored = serde_json::to_value(t.outcome(verdict.clone())).unwrap_or(Value::Null);
-    jobs.transition(&job.id, JobStatus::Dispatched, status, Some(&stored), gate.clock.now()).await?;
+    // Settled by `Gate::call` together with the call's own `tool_call` event (one transaction).
+    t.settle = Some(Settle { job_id: job.id.clone(), to: status, outcome: stored });
     Ok((verdict, decision))
+}
+
+/// The move that settles a dispatched job, stored with the call's `tool_call` event.
+pub(crate) struct Settle {
+    /// The job.
+    pub job_id: String,
+    /// Its final (or `unknown`) status.
+    pub to: JobStatus,
+    /// The answer a keyed retry gets.
+    pub outcome: Value,
 }
 
 /// The `job_dispatched` event of `job` (call id: the job id; the call's id in the reason).

@@ -32,6 +32,8 @@ pub(crate) struct Trace {
     pub versions: Versions,
     /// What an approval request created for this call shows the approver (the action history).
     pub approval_context: Option<serde_json::Value>,
+    /// The executed job's settling move, stored with this call's audit event.
+    pub settle: Option<super::execute::Settle>,
 }
 
 impl Trace {
@@ -54,6 +56,7 @@ impl Trace {
             output: None,
             versions,
             approval_context: None,
+            settle: None,
         }
     }
 

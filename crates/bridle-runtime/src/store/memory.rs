@@ -15,8 +15,8 @@ use bridle_core::job::{Job, JobStatus};
 use bridle_core::models::{ModelEntry, ModelRegistry, Stage};
 use bridle_core::plan::PlanHash;
 use bridle_core::ports::{
-    ActionLedger, ApprovalLedger, AuditLog, BudgetKind, BudgetStore, Consume, Debit, DecisionLog, JobStore, Reserved,
-    RunFlags, StoreError, StoreResult,
+    ActionLedger, ApprovalLedger, Audit, AuditLog, BudgetKind, BudgetStore, Consume, Created, Debit, DecisionLog,
+    JobStore, Reserved, RunFlags, StoreError, StoreResult,
 };
 use serde_json::Value;
 use time::OffsetDateTime;
@@ -35,6 +35,35 @@ struct Inner {
     models: BTreeMap<(String, String), ModelEntry>,
     kills: BTreeMap<bridle_core::kill::KillScope, bridle_core::kill::KillSwitch>,
     actions: BTreeMap<(String, String), bridle_core::history::ActionRecord>,
+    /// The injectable fault: every audit append fails while set.
+    fail_audit: bool,
+}
+
+impl Inner {
+    /// Masks and chains `records` after their tenants' heads. Fails before writing anything (a
+    /// record that cannot be masked, or the injected fault), so a caller that appends first and
+    /// changes its state after, under the same lock, changes both or neither.
+    ///
+    /// INVARIANT: every state change of this store that carries audit records calls this under
+    /// the store's one lock BEFORE it mutates, and mutates only when it succeeded.
+    fn append(&mut self, records: Vec<AuditRecord>) -> StoreResult<Vec<AuditEvent>> {
+        if self.fail_audit && !records.is_empty() {
+            return Err(StoreError::Unavailable("audit append failed (injected fault)".to_owned()));
+        }
+        let mut masked = Vec::with_capacity(records.len());
+        for mut record in records {
+            crate::audit::mask_record(&mut record)?;
+            masked.push(record);
+        }
+        let mut out = Vec::with_capacity(masked.len());
+        for record in masked {
+            let chain = self.audit.entry(record.tenant.clone()).or_default();
+            let event = AuditEvent::chain(record, chain.last().map(|e| (e.seq, e.hash.as_str())));
+            chain.push(event.clone());
+            out.push(event);
+        }
+        Ok(out)
+    }
 }
 
 /// All ports in memory.
@@ -49,6 +78,14 @@ impl MemoryStore {
         Self::default()
     }
 
+    /// The injectable fault: while `fail` is set, every audit append fails, the plain ones and
+    /// those of state changes (which then change nothing), as a real store's append can.
+    pub fn fail_audit_appends(&self, fail: bool) {
+        if let Ok(mut inner) = self.inner.lock() {
+            inner.fail_audit = fail;
+        }
+    }
+
     fn lock(&self) -> StoreResult<MutexGuard<'_, Inner>> {
         self.inner.lock().map_err(|_| StoreError::Unavailable("memory store lock poisoned".to_owned()))
     }
@@ -60,13 +97,25 @@ fn key(tenant: &str, id: &str) -> (String, String) {
 
 #[async_trait]
 impl ApprovalLedger for MemoryStore {
-    async fn create_request(&self, request: &ApprovalRequest) -> StoreResult<()> {
+    async fn create_request(&self, request: &ApprovalRequest, audit: Audit) -> StoreResult<Created> {
         let mut inner = self.lock()?;
+        // INVARIANT: one live pending request per (tenant, plan hash), checked and inserted
+        // under the one lock; an expired pending request does not hold the plan.
+        let holder = inner.approvals.values().find(|r| {
+            r.tenant == request.tenant
+                && r.plan_hash == request.plan_hash
+                && r.status == ApprovalStatus::Pending
+                && r.expires_at > request.created_at
+        });
+        if let Some(existing) = holder {
+            return Ok(Created::Existing(Box::new(existing.clone())));
+        }
         if inner.approvals.keys().any(|(_, id)| id == &request.id) {
             return Err(StoreError::Duplicate(format!("approval `{}`", request.id)));
         }
+        inner.append(audit)?;
         inner.approvals.insert(key(&request.tenant, &request.id), request.clone());
-        Ok(())
+        Ok(Created::New)
     }
 
     async fn get_request(&self, tenant: &str, id: &str) -> StoreResult<Option<ApprovalRequest>> {
@@ -98,15 +147,18 @@ impl ApprovalLedger for MemoryStore {
         expected_grants: usize,
         grant: &Grant,
         granted: bool,
+        audit: Audit,
     ) -> StoreResult<()> {
         let mut inner = self.lock()?;
+        let r = inner.approvals.get(&key(tenant, id)).ok_or_else(|| StoreError::NotFound(format!("approval `{id}`")))?;
+        if r.status != ApprovalStatus::Pending || r.grants.len() != expected_grants {
+            return Err(StoreError::Contention(format!("approval `{id}`")));
+        }
+        inner.append(audit)?;
         let r = inner
             .approvals
             .get_mut(&key(tenant, id))
             .ok_or_else(|| StoreError::NotFound(format!("approval `{id}`")))?;
-        if r.status != ApprovalStatus::Pending || r.grants.len() != expected_grants {
-            return Err(StoreError::Contention(format!("approval `{id}`")));
-        }
         r.grants.push(grant.clone());
         if granted {
             r.status = ApprovalStatus::Granted;
@@ -114,15 +166,24 @@ impl ApprovalLedger for MemoryStore {
         Ok(())
     }
 
-    async fn reject_request(&self, tenant: &str, id: &str, _approver: &str, reason: &str) -> StoreResult<()> {
+    async fn reject_request(
+        &self,
+        tenant: &str,
+        id: &str,
+        _approver: &str,
+        reason: &str,
+        audit: Audit,
+    ) -> StoreResult<()> {
         let mut inner = self.lock()?;
+        let r = inner.approvals.get(&key(tenant, id)).ok_or_else(|| StoreError::NotFound(format!("approval `{id}`")))?;
+        if r.status != ApprovalStatus::Pending {
+            return Err(StoreError::Contention(format!("approval `{id}`")));
+        }
+        inner.append(audit)?;
         let r = inner
             .approvals
             .get_mut(&key(tenant, id))
             .ok_or_else(|| StoreError::NotFound(format!("approval `{id}`")))?;
-        if r.status != ApprovalStatus::Pending {
-            return Err(StoreError::Contention(format!("approval `{id}`")));
-        }
         r.status = ApprovalStatus::Rejected;
         r.rejection_reason = Some(reason.to_owned());
         Ok(())
@@ -149,7 +210,7 @@ impl JobStore for MemoryStore {
         Ok(id.and_then(|id| inner.jobs.get(id)).cloned())
     }
 
-    async fn reserve(&self, job: &Job, consume: Option<&Consume>) -> StoreResult<Reserved> {
+    async fn reserve(&self, job: &Job, consume: Option<&Consume>, audit: Audit) -> StoreResult<Reserved> {
         let mut inner = self.lock()?;
         let idem = job.idempotency_key.as_ref().map(|k| (job.tenant.clone(), job.subject.clone(), k.clone()));
         if let Some(existing) = idem.as_ref().and_then(|k| inner.keys.get(k)).and_then(|id| inner.jobs.get(id)) {
@@ -159,23 +220,21 @@ impl JobStore for MemoryStore {
             return Err(StoreError::Duplicate(format!("job `{}`", job.id)));
         }
         if let Some(c) = consume {
-            let slot = inner.approvals.get_mut(&key(&job.tenant, &c.approval_id));
-            let usable = slot.as_ref().is_some_and(|r| {
+            let current = inner.approvals.get(&key(&job.tenant, &c.approval_id));
+            let usable = current.is_some_and(|r| {
                 r.status == ApprovalStatus::Granted && r.plan_hash == c.plan_hash && r.expires_at > c.now
             });
-            match slot {
-                Some(r) if usable => {
-                    r.status = ApprovalStatus::Consumed;
-                    r.consumed_by = Some(job.id.clone());
-                }
-                other => {
-                    let current = other.map(|r| &*r);
-                    let why = approval::bind(&c.approval_id, current, &c.plan_hash, job_level(current), c.now)
-                        .err()
-                        .unwrap_or_else(|| replayed(&c.approval_id));
-                    return Ok(Reserved::ApprovalRefused(why));
-                }
+            if !usable {
+                let why = approval::bind(&c.approval_id, current, &c.plan_hash, job_level(current), c.now)
+                    .err()
+                    .unwrap_or_else(|| replayed(&c.approval_id));
+                return Ok(Reserved::ApprovalRefused(why));
             }
+        }
+        inner.append(audit)?;
+        if let Some(r) = consume.and_then(|c| inner.approvals.get_mut(&key(&job.tenant, &c.approval_id))) {
+            r.status = ApprovalStatus::Consumed;
+            r.consumed_by = Some(job.id.clone());
         }
         if let Some(k) = idem {
             inner.keys.insert(k, job.id.clone());
@@ -191,10 +250,15 @@ impl JobStore for MemoryStore {
         to: JobStatus,
         outcome: Option<&Value>,
         now: OffsetDateTime,
+        audit: Audit,
     ) -> StoreResult<bool> {
         let mut inner = self.lock()?;
+        if inner.jobs.get(id).is_none_or(|j| j.status != from) {
+            return Ok(false);
+        }
+        inner.append(audit)?;
         match inner.jobs.get_mut(id) {
-            Some(j) if j.status == from => {
+            Some(j) => {
                 j.status = to;
                 if let Some(o) = outcome {
                     j.outcome = Some(o.clone());
@@ -202,7 +266,7 @@ impl JobStore for MemoryStore {
                 j.updated_at = now;
                 Ok(true)
             }
-            _ => Ok(false),
+            None => Ok(false),
         }
     }
 
@@ -300,16 +364,7 @@ impl ActionLedger for MemoryStore {
 #[async_trait]
 impl AuditLog for MemoryStore {
     async fn append(&self, records: Vec<AuditRecord>) -> StoreResult<Vec<AuditEvent>> {
-        let mut inner = self.lock()?;
-        let mut out = Vec::with_capacity(records.len());
-        for mut record in records {
-            crate::audit::mask_record(&mut record)?;
-            let chain = inner.audit.entry(record.tenant.clone()).or_default();
-            let event = AuditEvent::chain(record, chain.last().map(|e| (e.seq, e.hash.as_str())));
-            chain.push(event.clone());
-            out.push(event);
-        }
-        Ok(out)
+        self.lock()?.append(records)
     }
 
     async fn tenants(&self) -> StoreResult<Vec<String>> {
@@ -355,7 +410,7 @@ impl DecisionLog for MemoryStore {
 
 #[async_trait]
 impl FeedbackStore for MemoryStore {
-    async fn add_feedback(&self, feedback: &Feedback) -> StoreResult<()> {
+    async fn add_feedback(&self, feedback: &Feedback, audit: Audit) -> StoreResult<()> {
         let mut inner = self.lock()?;
         if !inner.decisions.iter().any(|d| d.tenant == feedback.tenant && d.decision_id == feedback.decision_id) {
             return Err(StoreError::NotFound(format!("decision `{}`", feedback.decision_id)));
@@ -363,6 +418,7 @@ impl FeedbackStore for MemoryStore {
         if inner.feedback.iter().any(|f| f.feedback_id == feedback.feedback_id) {
             return Err(StoreError::Duplicate(format!("feedback `{}`", feedback.feedback_id)));
         }
+        inner.append(audit)?;
         inner.feedback.push(feedback.clone());
         Ok(())
     }
@@ -401,14 +457,14 @@ impl ModelRegistry for MemoryStore {
         Ok(self.lock()?.models.values().filter(|m| m.tenant == tenant).cloned().collect())
     }
 
-    async fn move_stage(&self, updated: &ModelEntry, from: Stage) -> StoreResult<bool> {
+    async fn move_stage(&self, updated: &ModelEntry, from: Stage, audit: Audit) -> StoreResult<bool> {
         let mut inner = self.lock()?;
-        match inner.models.get_mut(&key(&updated.tenant, &updated.name)) {
-            Some(m) if m.stage == from => {
-                *m = updated.clone();
-                Ok(true)
-            }
-            _ => Ok(false),
+        let k = key(&updated.tenant, &updated.name);
+        if inner.models.get(&k).is_none_or(|m| m.stage != from) {
+            return Ok(false);
         }
+        inner.append(audit)?;
+        inner.models.insert(k, updated.clone());
+        Ok(true)
     }
 }

@@ -3,21 +3,28 @@
 use async_trait::async_trait;
 use bridle_core::history::{ActionRecord, Rating};
 use bridle_core::kill::{KillScope, KillSwitch};
-use bridle_core::ports::{ActionHistory, KillSwitches, StoreResult};
+use bridle_core::ports::{ActionHistory, Audit, KillSwitches, StoreResult};
 use time::OffsetDateTime;
 
 use super::MemoryStore;
 
 #[async_trait]
 impl KillSwitches for MemoryStore {
-    async fn set_kill(&self, switch: &KillSwitch) -> StoreResult<bool> {
+    async fn set_kill(&self, switch: &KillSwitch, audit: Audit) -> StoreResult<bool> {
         let mut inner = self.lock()?;
+        // INVARIANT: appended first, under the one lock; set only if that succeeded.
+        inner.append(audit)?;
         let fresh = inner.kills.insert(switch.scope.clone(), switch.clone()).is_none();
         Ok(fresh)
     }
 
-    async fn lift_kill(&self, scope: &KillScope) -> StoreResult<Option<KillSwitch>> {
-        Ok(self.lock()?.kills.remove(scope))
+    async fn lift_kill(&self, scope: &KillScope, audit: Audit) -> StoreResult<Option<KillSwitch>> {
+        let mut inner = self.lock()?;
+        if !inner.kills.contains_key(scope) {
+            return Ok(None);
+        }
+        inner.append(audit)?;
+        Ok(inner.kills.remove(scope))
     }
 
     async fn active_kills(&self) -> StoreResult<Vec<KillSwitch>> {
@@ -40,12 +47,20 @@ impl ActionHistory for MemoryStore {
         Ok(())
     }
 
-    async fn rate_action(&self, tenant: &str, job_id: &str, rating: &Rating) -> StoreResult<Option<ActionRecord>> {
+    async fn rate_action(
+        &self,
+        tenant: &str,
+        job_id: &str,
+        rating: &Rating,
+        audit: &(dyn for<'a> Fn(&'a ActionRecord) -> Audit + Send + Sync),
+    ) -> StoreResult<Option<ActionRecord>> {
         let mut inner = self.lock()?;
-        Ok(inner.actions.get_mut(&(tenant.to_owned(), job_id.to_owned())).map(|a| {
-            a.rating = Some(rating.clone());
-            a.clone()
-        }))
+        let k = (tenant.to_owned(), job_id.to_owned());
+        let Some(current) = inner.actions.get(&k) else { return Ok(None) };
+        let rated = ActionRecord { rating: Some(rating.clone()), ..current.clone() };
+        inner.append(audit(&rated))?;
+        inner.actions.insert(k, rated.clone());
+        Ok(Some(rated))
     }
 
     async fn action_history(

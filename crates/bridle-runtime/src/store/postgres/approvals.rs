@@ -9,12 +9,13 @@
 use async_trait::async_trait;
 use bridle_core::approval::{ApprovalRequest, Grant};
 use bridle_core::plan::PlanHash;
-use bridle_core::ports::{ApprovalLedger, StoreError, StoreResult};
-use sqlx::PgConnection;
+use bridle_core::ports::{ApprovalLedger, Audit, Created, StoreError, StoreResult};
+use sqlx::{PgConnection, Postgres, Transaction};
 use sqlx::postgres::PgRow;
 use time::OffsetDateTime;
 
-use super::{PostgresStore, db_err, to_i64, to_json, to_nanos, violates};
+use super::audit::append_in;
+use super::{PostgresStore, db_err, to_i64, to_json, to_nanos};
 
 /// The columns [`decode`] reads, in a SELECT list (`grants` as JSON text).
 pub(super) const COLUMNS: &str = "id, tenant, plan, plan_hash, requester, level, status, grants::text AS grants, \
@@ -47,40 +48,118 @@ async fn refused(store: &PostgresStore, tenant: &str, id: &str) -> StoreError {
     }
 }
 
+/// Rounds of [`ApprovalLedger::create_request`] before it reports contention.
+const CREATE_ROUNDS: usize = 4;
+
+/// Ends a grant's or rejection's transaction: with its audit records when the conditional
+/// UPDATE changed the request, else rolled back with the reason it changed nothing.
+async fn finish(
+    store: &PostgresStore,
+    mut tx: Transaction<'static, Postgres>,
+    changed: bool,
+    audit: Audit,
+    tenant: &str,
+    id: &str,
+) -> StoreResult<()> {
+    if !changed {
+        tx.rollback().await.map_err(db_err)?;
+        return Err(refused(store, tenant, id).await);
+    }
+    // INVARIANT: the decision commits with its audit records (the audit lock taken last).
+    append_in(&mut tx, audit).await?;
+    tx.commit().await.map_err(db_err)
+}
+
+/// One round of `create_request`: lapses the plan's expired pending request, then inserts `r`
+/// unless a pending request holds the plan. `Some(New)`: inserted; `Some(Existing)`: the holder;
+/// `None`: nothing inserted and no holder visible (it was decided meanwhile, or the id is taken).
+///
+/// INVARIANT: the `approvals_one_pending` unique index (0007) admits one pending, unlapsed
+/// request per (tenant, plan hash). `ON CONFLICT DO NOTHING` waits for a concurrent inserter of
+/// the same plan to commit or roll back, so of many replicas racing exactly one inserts; the
+/// others then read the committed holder (READ COMMITTED: a new statement sees it).
+async fn create_in(tx: &mut Transaction<'static, Postgres>, r: &ApprovalRequest) -> StoreResult<Option<Created>> {
+    let what = |field: &str| format!("approval `{}` {field}", r.id);
+    let now = to_nanos(&what("created_at"), r.created_at)?;
+    sqlx::query(
+        "UPDATE approvals SET lapsed = TRUE
+         WHERE tenant = $1 AND plan_hash = $2 AND status = 'pending' AND NOT lapsed AND expires_at <= $3",
+    )
+    .bind(&r.tenant)
+    .bind(&r.plan_hash.0)
+    .bind(now)
+    .execute(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    let inserted: Option<String> = sqlx::query_scalar(
+        "INSERT INTO approvals (id, tenant, plan, plan_hash, requester, level, status, grants, grant_count,
+             rejection_reason, rejected_by, created_at, expires_at, consumed_by, context)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, NULL, $11, $12, $13, $14)
+         ON CONFLICT DO NOTHING
+         RETURNING id",
+    )
+    .bind(&r.id)
+    .bind(&r.tenant)
+    .bind(to_json(&what("plan"), &r.plan)?)
+    .bind(&r.plan_hash.0)
+    .bind(&r.requester)
+    .bind(r.level.as_str())
+    .bind(r.status.as_str())
+    .bind(to_json(&what("grants"), &r.grants)?)
+    .bind(count(&what("grant count"), r.grants.len())?)
+    .bind(&r.rejection_reason)
+    .bind(now)
+    .bind(to_nanos(&what("expires_at"), r.expires_at)?)
+    .bind(&r.consumed_by)
+    .bind(r.context.as_ref().map(serde_json::Value::to_string))
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    if inserted.is_some() {
+        return Ok(Some(Created::New));
+    }
+    let sql = format!(
+        "SELECT {COLUMNS} FROM approvals WHERE tenant = $1 AND plan_hash = $2 AND status = 'pending' AND NOT lapsed"
+    );
+    let row = sqlx::query(&sql).bind(&r.tenant).bind(&r.plan_hash.0).fetch_optional(&mut **tx).await.map_err(db_err)?;
+    Ok(row.as_ref().map(decode).transpose()?.map(|e| Created::Existing(Box::new(e))))
+}
+
 fn count(what: &str, n: usize) -> StoreResult<i64> {
     to_i64(what, u64::try_from(n).unwrap_or(u64::MAX))
 }
 
 #[async_trait]
 impl ApprovalLedger for PostgresStore {
-    async fn create_request(&self, r: &ApprovalRequest) -> StoreResult<()> {
-        let what = |field: &str| format!("approval `{}` {field}", r.id);
-        let inserted = sqlx::query(
-            "INSERT INTO approvals (id, tenant, plan, plan_hash, requester, level, status, grants, grant_count,
-                 rejection_reason, rejected_by, created_at, expires_at, consumed_by, context)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, NULL, $11, $12, $13, $14)",
-        )
-        .bind(&r.id)
-        .bind(&r.tenant)
-        .bind(to_json(&what("plan"), &r.plan)?)
-        .bind(&r.plan_hash.0)
-        .bind(&r.requester)
-        .bind(r.level.as_str())
-        .bind(r.status.as_str())
-        .bind(to_json(&what("grants"), &r.grants)?)
-        .bind(count(&what("grant count"), r.grants.len())?)
-        .bind(&r.rejection_reason)
-        .bind(to_nanos(&what("created_at"), r.created_at)?)
-        .bind(to_nanos(&what("expires_at"), r.expires_at)?)
-        .bind(&r.consumed_by)
-        .bind(r.context.as_ref().map(serde_json::Value::to_string))
-        .execute(&self.pool)
-        .await;
-        match inserted {
-            Ok(_) => Ok(()),
-            Err(e) if violates(&e, "approvals_pkey") => Err(StoreError::Duplicate(format!("approval `{}`", r.id))),
-            Err(e) => Err(db_err(e)),
+    async fn create_request(&self, r: &ApprovalRequest, audit: Audit) -> StoreResult<Created> {
+        // Losing to a request that was then decided (or to a duplicate id) is retried a few
+        // times; each round is one transaction.
+        for _ in 0..CREATE_ROUNDS {
+            let mut tx = self.pool.begin().await.map_err(db_err)?;
+            match create_in(&mut tx, r).await? {
+                Some(Created::New) => {
+                    append_in(&mut tx, audit).await?;
+                    tx.commit().await.map_err(db_err)?;
+                    return Ok(Created::New);
+                }
+                Some(existing) => {
+                    tx.rollback().await.map_err(db_err)?;
+                    return Ok(existing);
+                }
+                None => {
+                    let taken = sqlx::query("SELECT 1 FROM approvals WHERE id = $1")
+                        .bind(&r.id)
+                        .fetch_optional(&mut *tx)
+                        .await
+                        .map_err(db_err)?;
+                    tx.rollback().await.map_err(db_err)?;
+                    if taken.is_some() {
+                        return Err(StoreError::Duplicate(format!("approval `{}`", r.id)));
+                    }
+                }
+            }
         }
+        Err(StoreError::Contention(format!("pending approval of plan `{}`", r.plan_hash.0)))
     }
 
     async fn get_request(&self, tenant: &str, id: &str) -> StoreResult<Option<ApprovalRequest>> {
@@ -118,9 +197,11 @@ impl ApprovalLedger for PostgresStore {
         expected_grants: usize,
         grant: &Grant,
         granted: bool,
+        audit: Audit,
     ) -> StoreResult<()> {
         let expected = count("expected grant count", expected_grants)?;
         let grant_json = to_json(&format!("grant of approval `{id}`"), grant)?;
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
         let done = sqlx::query(
             "UPDATE approvals
              SET grants = grants || jsonb_build_array($1::jsonb),
@@ -133,13 +214,14 @@ impl ApprovalLedger for PostgresStore {
         .bind(id)
         .bind(tenant)
         .bind(expected)
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await
         .map_err(db_err)?;
-        if done.rows_affected() == 1 { Ok(()) } else { Err(refused(self, tenant, id).await) }
+        finish(self, tx, done.rows_affected() == 1, audit, tenant, id).await
     }
 
-    async fn reject_request(&self, tenant: &str, id: &str, approver: &str, reason: &str) -> StoreResult<()> {
+    async fn reject_request(&self, tenant: &str, id: &str, approver: &str, reason: &str, audit: Audit) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
         let done = sqlx::query(
             "UPDATE approvals SET status = 'rejected', rejection_reason = $1, rejected_by = $2
              WHERE id = $3 AND tenant = $4 AND status = 'pending'",
@@ -148,10 +230,10 @@ impl ApprovalLedger for PostgresStore {
         .bind(approver)
         .bind(id)
         .bind(tenant)
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await
         .map_err(db_err)?;
-        if done.rows_affected() == 1 { Ok(()) } else { Err(refused(self, tenant, id).await) }
+        finish(self, tx, done.rows_affected() == 1, audit, tenant, id).await
     }
 
     async fn list_pending(&self, tenant: &str, now: OffsetDateTime) -> StoreResult<Vec<ApprovalRequest>> {

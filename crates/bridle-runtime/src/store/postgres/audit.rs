@@ -169,35 +169,51 @@ fn decode(row: &PgRow) -> StoreResult<AuditEvent> {
     crate::store::rows::audit_event(row)
 }
 
+/// Locks the chains of `records`' tenants (in sorted order), chains the records after their
+/// heads and inserts them through `conn`, which must be inside a transaction: the append of
+/// [`AuditLog::append`] and of every state change that carries its audit records.
+///
+/// INVARIANT (lock order): a transaction takes the audit locks LAST, after every row it
+/// changes, and takes no other lock while it holds them; so a holder of a tenant's audit lock
+/// never waits for a row another transaction holds, and state changes cannot deadlock with
+/// appends or with each other. Evidence is masked here, for every path.
+pub(super) async fn append_in(conn: &mut PgConnection, records: Vec<AuditRecord>) -> StoreResult<Vec<AuditEvent>> {
+    if records.is_empty() {
+        return Ok(Vec::new());
+    }
+    let tenants: BTreeSet<&str> = records.iter().map(|r| r.tenant.as_str()).collect();
+    let mut heads: HashMap<String, Option<(u64, String)>> = HashMap::with_capacity(tenants.len());
+    for tenant in tenants {
+        sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext($2))")
+            .bind(AUDIT_LOCK_SPACE)
+            .bind(tenant)
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
+        heads.insert(tenant.to_owned(), head(conn, tenant).await?);
+    }
+    let mut events = Vec::with_capacity(records.len());
+    let mut columns = Columns::default();
+    for mut record in records {
+        crate::audit::mask_record(&mut record)?;
+        let prev = heads.get(&record.tenant).and_then(Option::as_ref).map(|(s, h)| (*s, h.as_str()));
+        let event = AuditEvent::chain(record, prev);
+        heads.insert(event.record.tenant.clone(), Some((event.seq, event.hash.clone())));
+        columns.push(&event)?;
+        events.push(event);
+    }
+    columns.insert(conn).await?;
+    Ok(events)
+}
+
 #[async_trait]
 impl AuditLog for PostgresStore {
     async fn append(&self, records: Vec<AuditRecord>) -> StoreResult<Vec<AuditEvent>> {
         if records.is_empty() {
             return Ok(Vec::new());
         }
-        let tenants: BTreeSet<&str> = records.iter().map(|r| r.tenant.as_str()).collect();
         let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let mut heads: HashMap<String, Option<(u64, String)>> = HashMap::with_capacity(tenants.len());
-        for tenant in tenants {
-            sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext($2))")
-                .bind(AUDIT_LOCK_SPACE)
-                .bind(tenant)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-            heads.insert(tenant.to_owned(), head(&mut tx, tenant).await?);
-        }
-        let mut events = Vec::with_capacity(records.len());
-        let mut columns = Columns::default();
-        for mut record in records {
-            crate::audit::mask_record(&mut record)?;
-            let prev = heads.get(&record.tenant).and_then(Option::as_ref).map(|(s, h)| (*s, h.as_str()));
-            let event = AuditEvent::chain(record, prev);
-            heads.insert(event.record.tenant.clone(), Some((event.seq, event.hash.clone())));
-            columns.push(&event)?;
-            events.push(event);
-        }
-        columns.insert(&mut tx).await?;
+        let events = append_in(&mut tx, records).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(events)
     }

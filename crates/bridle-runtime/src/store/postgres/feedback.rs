@@ -7,15 +7,17 @@
 use async_trait::async_trait;
 use bridle_core::feedback::{Feedback, FeedbackStore};
 use bridle_core::models::{ModelEntry, ModelRegistry, Stage};
-use bridle_core::ports::{StoreError, StoreResult};
+use bridle_core::ports::{Audit, StoreError, StoreResult};
 
+use super::audit::append_in;
 use super::{PostgresStore, db_err, to_json, to_nanos, violates};
 use crate::store::sqlite::from_json;
 
 #[async_trait]
 impl FeedbackStore for PostgresStore {
-    async fn add_feedback(&self, f: &Feedback) -> StoreResult<()> {
+    async fn add_feedback(&self, f: &Feedback, audit: Audit) -> StoreResult<()> {
         let what = format!("feedback `{}`", f.feedback_id);
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
         let inserted = sqlx::query(
             "INSERT INTO feedback (feedback_id, tenant, decision_id, created_at, body)
              SELECT $1, $2, $3, $4, $5
@@ -26,11 +28,15 @@ impl FeedbackStore for PostgresStore {
         .bind(&f.decision_id)
         .bind(to_nanos(&what, f.created_at)?)
         .bind(to_json(&what, f)?)
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await;
         match inserted {
             Ok(done) if done.rows_affected() == 0 => Err(StoreError::NotFound(format!("decision `{}`", f.decision_id))),
-            Ok(_) => Ok(()),
+            Ok(_) => {
+                // INVARIANT: feedback commits with its audit records, or not at all.
+                append_in(&mut tx, audit).await?;
+                tx.commit().await.map_err(db_err)
+            }
             Err(e) if violates(&e, "feedback_id_key") => Err(StoreError::Duplicate(what)),
             Err(e) => Err(db_err(e)),
         }
@@ -89,8 +95,9 @@ impl ModelRegistry for PostgresStore {
         rows.iter().map(|b| from_json("model", b)).collect()
     }
 
-    async fn move_stage(&self, m: &ModelEntry, from: Stage) -> StoreResult<bool> {
+    async fn move_stage(&self, m: &ModelEntry, from: Stage, audit: Audit) -> StoreResult<bool> {
         let what = format!("model `{}`", m.name);
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
         let done =
             sqlx::query("UPDATE models SET stage = $1, body = $2 WHERE tenant = $3 AND name = $4 AND stage = $5")
                 .bind(m.stage.as_str())
@@ -98,9 +105,15 @@ impl ModelRegistry for PostgresStore {
                 .bind(&m.tenant)
                 .bind(&m.name)
                 .bind(from.as_str())
-                .execute(&self.pool)
+                .execute(&mut *tx)
                 .await
                 .map_err(db_err)?;
-        Ok(done.rows_affected() == 1)
+        if done.rows_affected() != 1 {
+            return Ok(false);
+        }
+        // INVARIANT: a promotion commits with its `model_promoted` event, or not at all.
+        append_in(&mut tx, audit).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(true)
     }
 }

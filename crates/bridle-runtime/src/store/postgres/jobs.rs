@@ -14,17 +14,20 @@
 //!    the first commits, PostgreSQL re-evaluates the WHERE clause against the committed row
 //!    (`consumed`), so the second updates nothing and is refused (`approval_replayed`). No
 //!    `SELECT … FOR UPDATE` is needed: the conditional UPDATE is the check and the write.
-//! 3. Commit. Lock order is always job key, then approval row, so two reserves cannot deadlock.
+//! 3. Append the reservation's audit records (the tenant's audit lock, taken last), commit.
+//!    Lock order is always job key, then approval row, then audit lock, so two reserves cannot
+//!    deadlock.
 
 use async_trait::async_trait;
 use bridle_core::approval;
 use bridle_core::job::{Job, JobStatus};
-use bridle_core::ports::{Consume, JobStore, Reserved, StoreError, StoreResult};
+use bridle_core::ports::{Audit, Consume, JobStore, Reserved, StoreError, StoreResult};
 use serde_json::Value;
 use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Postgres, Transaction};
 use time::OffsetDateTime;
 
+use super::audit::append_in;
 use super::{PostgresStore, approvals, db_err, to_json, to_nanos};
 use crate::store::memory::{job_level, replayed};
 
@@ -132,10 +135,13 @@ impl JobStore for PostgresStore {
         by_key(&mut conn, tenant, subject, key).await
     }
 
-    async fn reserve(&self, job: &Job, consume: Option<&Consume>) -> StoreResult<Reserved> {
+    async fn reserve(&self, job: &Job, consume: Option<&Consume>, audit: Audit) -> StoreResult<Reserved> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         match reserve_in(&mut tx, job, consume).await {
             Ok(Reserved::Reserved) => {
+                // INVARIANT: the reservation (and consumption) commits with its audit records;
+                // the audit lock is taken last, after the job key and the approval row.
+                append_in(&mut tx, audit).await?;
                 tx.commit().await.map_err(db_err)?;
                 Ok(Reserved::Reserved)
             }
@@ -153,8 +159,10 @@ impl JobStore for PostgresStore {
         to: JobStatus,
         outcome: Option<&Value>,
         now: OffsetDateTime,
+        audit: Audit,
     ) -> StoreResult<bool> {
         let outcome = outcome.map(|o| to_json(&format!("job `{id}` outcome"), o)).transpose()?;
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
         let done = sqlx::query(
             "UPDATE jobs SET status = $1, outcome = COALESCE($2, outcome), updated_at = $3
              WHERE id = $4 AND status = $5",
@@ -164,10 +172,17 @@ impl JobStore for PostgresStore {
         .bind(to_nanos("now", now)?)
         .bind(id)
         .bind(from.as_str())
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await
         .map_err(db_err)?;
-        Ok(done.rows_affected() == 1)
+        if done.rows_affected() != 1 {
+            tx.rollback().await.map_err(db_err)?;
+            return Ok(false);
+        }
+        // INVARIANT: the move commits with its audit records, or not at all.
+        append_in(&mut tx, audit).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(true)
     }
 
     async fn get_job(&self, id: &str) -> StoreResult<Option<Job>> {

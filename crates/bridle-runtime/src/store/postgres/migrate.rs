@@ -42,6 +42,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/postgres/0005_feedback_models.sql"),
     },
     Migration { version: 6, name: "governance", sql: include_str!("../../../migrations/postgres/0006_governance.sql") },
+    Migration {
+        version: 7,
+        name: "one_pending_per_plan",
+        sql: include_str!("../../../migrations/postgres/0007_one_pending_per_plan.sql"),
+    },
 ];
 
 /// The advisory lock key that serializes migration runs (`bridle` as ASCII, an arbitrary

@@ -119,6 +119,38 @@ fn decode(row: &SqliteRow) -> StoreResult<AuditEvent> {
     crate::store::rows::audit_event(row)
 }
 
+/// Chains `records` after their tenants' heads and inserts them through `conn`, which must be
+/// inside a write transaction (`BEGIN IMMEDIATE` on the one writer connection): the append of
+/// [`AuditLog::append`] and of every state change that carries its audit records.
+///
+/// INVARIANT: heads are read under the write lock, so no other append interleaves; evidence is
+/// masked here, for every path.
+pub(super) async fn append_in(conn: &mut SqliteConnection, records: Vec<AuditRecord>) -> StoreResult<Vec<AuditEvent>> {
+    let mut heads: HashMap<String, Option<(u64, String)>> = HashMap::new();
+    let mut events = Vec::with_capacity(records.len());
+    for mut record in records {
+        crate::audit::mask_record(&mut record)?;
+        if !heads.contains_key(&record.tenant) {
+            let last = head(conn, &record.tenant).await?;
+            heads.insert(record.tenant.clone(), last);
+        }
+        let prev = heads.get(&record.tenant).and_then(Option::as_ref).map(|(s, h)| (*s, h.as_str()));
+        let event = AuditEvent::chain(record, prev);
+        heads.insert(event.record.tenant.clone(), Some((event.seq, event.hash.clone())));
+        events.push(event);
+    }
+    let stored = events.iter().map(Stored::new).collect::<StoreResult<Vec<_>>>()?;
+    let mut rest = stored.as_slice();
+    for size in CHUNKS {
+        while rest.len() >= size {
+            let (chunk, tail) = rest.split_at(size);
+            insert(conn, chunk).await?;
+            rest = tail;
+        }
+    }
+    Ok(events)
+}
+
 #[async_trait]
 impl AuditLog for SqliteStore {
     async fn append(&self, records: Vec<AuditRecord>) -> StoreResult<Vec<AuditEvent>> {
@@ -126,29 +158,7 @@ impl AuditLog for SqliteStore {
             return Ok(Vec::new());
         }
         let mut tx = self.write_tx().await?;
-        // INVARIANT: heads are read under the write lock, so no other append interleaves.
-        let mut heads: HashMap<String, Option<(u64, String)>> = HashMap::new();
-        let mut events = Vec::with_capacity(records.len());
-        for mut record in records {
-            crate::audit::mask_record(&mut record)?;
-            if !heads.contains_key(&record.tenant) {
-                let last = head(&mut tx, &record.tenant).await?;
-                heads.insert(record.tenant.clone(), last);
-            }
-            let prev = heads.get(&record.tenant).and_then(Option::as_ref).map(|(s, h)| (*s, h.as_str()));
-            let event = AuditEvent::chain(record, prev);
-            heads.insert(event.record.tenant.clone(), Some((event.seq, event.hash.clone())));
-            events.push(event);
-        }
-        let stored = events.iter().map(Stored::new).collect::<StoreResult<Vec<_>>>()?;
-        let mut rest = stored.as_slice();
-        for size in CHUNKS {
-            while rest.len() >= size {
-                let (chunk, tail) = rest.split_at(size);
-                insert(&mut tx, chunk).await?;
-                rest = tail;
-            }
-        }
+        let events = append_in(&mut tx, records).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(events)
     }

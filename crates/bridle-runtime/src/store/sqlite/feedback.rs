@@ -7,14 +7,16 @@
 use async_trait::async_trait;
 use bridle_core::feedback::{Feedback, FeedbackStore};
 use bridle_core::models::{ModelEntry, ModelRegistry, Stage};
-use bridle_core::ports::{StoreError, StoreResult};
+use bridle_core::ports::{Audit, StoreError, StoreResult};
 
+use super::audit::append_in;
 use super::{SqliteStore, db_err, from_json, is_unique_violation, to_json, to_nanos};
 
 #[async_trait]
 impl FeedbackStore for SqliteStore {
-    async fn add_feedback(&self, f: &Feedback) -> StoreResult<()> {
+    async fn add_feedback(&self, f: &Feedback, audit: Audit) -> StoreResult<()> {
         let what = format!("feedback `{}`", f.feedback_id);
+        let mut tx = self.write_tx().await?;
         let inserted = sqlx::query(
             "INSERT INTO feedback (feedback_id, tenant, decision_id, created_at, body)
              SELECT ?, ?, ?, ?, ?
@@ -27,11 +29,15 @@ impl FeedbackStore for SqliteStore {
         .bind(to_json(&what, f)?)
         .bind(&f.tenant)
         .bind(&f.decision_id)
-        .execute(&self.writer)
+        .execute(&mut *tx)
         .await;
         match inserted {
             Ok(done) if done.rows_affected() == 0 => Err(StoreError::NotFound(format!("decision `{}`", f.decision_id))),
-            Ok(_) => Ok(()),
+            Ok(_) => {
+                // INVARIANT: feedback commits with its audit records, or not at all.
+                append_in(&mut tx, audit).await?;
+                tx.commit().await.map_err(db_err)
+            }
             Err(e) if is_unique_violation(&e) => Err(StoreError::Duplicate(what)),
             Err(e) => Err(db_err(e)),
         }
@@ -90,17 +96,24 @@ impl ModelRegistry for SqliteStore {
         rows.iter().map(|b| from_json("model", b)).collect()
     }
 
-    async fn move_stage(&self, m: &ModelEntry, from: Stage) -> StoreResult<bool> {
+    async fn move_stage(&self, m: &ModelEntry, from: Stage, audit: Audit) -> StoreResult<bool> {
         let what = format!("model `{}`", m.name);
+        let mut tx = self.write_tx().await?;
         let done = sqlx::query("UPDATE models SET stage = ?, body = ? WHERE tenant = ? AND name = ? AND stage = ?")
             .bind(m.stage.as_str())
             .bind(to_json(&what, m)?)
             .bind(&m.tenant)
             .bind(&m.name)
             .bind(from.as_str())
-            .execute(&self.writer)
+            .execute(&mut *tx)
             .await
             .map_err(db_err)?;
-        Ok(done.rows_affected() == 1)
+        if done.rows_affected() != 1 {
+            return Ok(false);
+        }
+        // INVARIANT: a promotion commits with its `model_promoted` event, or not at all.
+        append_in(&mut tx, audit).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(true)
     }
 }

@@ -8,9 +8,10 @@
 use async_trait::async_trait;
 use bridle_core::history::{ActionRecord, Rating};
 use bridle_core::kill::{KillScope, KillSwitch};
-use bridle_core::ports::{ActionHistory, KillSwitches, StoreResult};
+use bridle_core::ports::{ActionHistory, Audit, KillSwitches, StoreResult};
 use time::OffsetDateTime;
 
+use super::audit::append_in;
 use super::{SqliteStore, db_err, to_nanos};
 use crate::store::rows::{ACTION_COLUMNS, action, kill_switch, scope_columns};
 
@@ -18,16 +19,17 @@ const KILL_COLUMNS: &str = "scope_tenant, scope_agent, reason, set_by, set_at";
 
 #[async_trait]
 impl KillSwitches for SqliteStore {
-    async fn set_kill(&self, switch: &KillSwitch) -> StoreResult<bool> {
+    async fn set_kill(&self, switch: &KillSwitch, audit: Audit) -> StoreResult<bool> {
         let (tenant, agent) = scope_columns(&switch.scope);
         let at = to_nanos("kill switch set_at", switch.set_at)?;
+        let mut tx = self.write_tx().await?;
         // Whether it was on before: read first (a concurrent set of the same scope may both
         // report `true`; the switch is on either way).
         let existed: Option<String> =
             sqlx::query_scalar("SELECT reason FROM kill_switches WHERE scope_tenant = ? AND scope_agent = ?")
                 .bind(tenant)
                 .bind(agent)
-                .fetch_optional(&self.writer)
+                .fetch_optional(&mut *tx)
                 .await
                 .map_err(db_err)?;
         sqlx::query(
@@ -41,18 +43,27 @@ impl KillSwitches for SqliteStore {
         .bind(&switch.reason)
         .bind(&switch.set_by)
         .bind(at)
-        .execute(&self.writer)
+        .execute(&mut *tx)
         .await
         .map_err(db_err)?;
+        // INVARIANT: a switch is set with its audit records, or not at all.
+        append_in(&mut tx, audit).await?;
+        tx.commit().await.map_err(db_err)?;
         Ok(existed.is_none())
     }
 
-    async fn lift_kill(&self, scope: &KillScope) -> StoreResult<Option<KillSwitch>> {
+    async fn lift_kill(&self, scope: &KillScope, audit: Audit) -> StoreResult<Option<KillSwitch>> {
         let (tenant, agent) = scope_columns(scope);
         let sql =
             format!("DELETE FROM kill_switches WHERE scope_tenant = ? AND scope_agent = ? RETURNING {KILL_COLUMNS}");
-        let row = sqlx::query(&sql).bind(tenant).bind(agent).fetch_optional(&self.writer).await.map_err(db_err)?;
-        row.as_ref().map(kill_switch).transpose()
+        let mut tx = self.write_tx().await?;
+        let row = sqlx::query(&sql).bind(tenant).bind(agent).fetch_optional(&mut *tx).await.map_err(db_err)?;
+        let lifted = row.as_ref().map(kill_switch).transpose()?;
+        if lifted.is_some() {
+            append_in(&mut tx, audit).await?;
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(lifted)
     }
 
     async fn active_kills(&self) -> StoreResult<Vec<KillSwitch>> {
@@ -99,7 +110,14 @@ impl ActionHistory for SqliteStore {
         Ok(())
     }
 
-    async fn rate_action(&self, tenant: &str, job_id: &str, r: &Rating) -> StoreResult<Option<ActionRecord>> {
+    async fn rate_action(
+        &self,
+        tenant: &str,
+        job_id: &str,
+        r: &Rating,
+        audit: &(dyn for<'a> Fn(&'a ActionRecord) -> Audit + Send + Sync),
+    ) -> StoreResult<Option<ActionRecord>> {
+        let mut tx = self.write_tx().await?;
         let sql = format!(
             "UPDATE action_history SET outcome = ?, outcome_source = ?, rated_by = ?, note = ?,
                  rated_at = ?
@@ -113,10 +131,16 @@ impl ActionHistory for SqliteStore {
             .bind(to_nanos("action rated_at", r.rated_at)?)
             .bind(tenant)
             .bind(job_id)
-            .fetch_optional(&self.writer)
+            .fetch_optional(&mut *tx)
             .await
             .map_err(db_err)?;
-        row.as_ref().map(action).transpose()
+        let rated = row.as_ref().map(action).transpose()?;
+        if let Some(a) = &rated {
+            // INVARIANT: the rating commits with its `action_outcome` event, or not at all.
+            append_in(&mut tx, audit(a)).await?;
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(rated)
     }
 
     async fn action_history(

@@ -7,12 +7,13 @@
 use async_trait::async_trait;
 use bridle_core::approval;
 use bridle_core::job::{Job, JobStatus};
-use bridle_core::ports::{Consume, JobStore, Reserved, StoreError, StoreResult};
+use bridle_core::ports::{Audit, Consume, JobStore, Reserved, StoreError, StoreResult};
 use serde_json::Value;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Sqlite, SqliteConnection, Transaction};
 use time::OffsetDateTime;
 
+use super::audit::append_in;
 use super::{SqliteStore, approvals, db_err, is_unique_violation, to_json, to_nanos};
 use crate::store::memory::{job_level, replayed};
 
@@ -120,10 +121,12 @@ impl JobStore for SqliteStore {
         by_key(&mut conn, tenant, subject, key).await
     }
 
-    async fn reserve(&self, job: &Job, consume: Option<&Consume>) -> StoreResult<Reserved> {
+    async fn reserve(&self, job: &Job, consume: Option<&Consume>, audit: Audit) -> StoreResult<Reserved> {
         let mut tx = self.write_tx().await?;
         match reserve_in(&mut tx, job, consume).await {
             Ok(Reserved::Reserved) => {
+                // INVARIANT: the reservation (and consumption) commits with its audit records.
+                append_in(&mut tx, audit).await?;
                 tx.commit().await.map_err(db_err)?;
                 Ok(Reserved::Reserved)
             }
@@ -141,8 +144,10 @@ impl JobStore for SqliteStore {
         to: JobStatus,
         outcome: Option<&Value>,
         now: OffsetDateTime,
+        audit: Audit,
     ) -> StoreResult<bool> {
         let outcome = outcome.map(|o| to_json(&format!("job `{id}` outcome"), o)).transpose()?;
+        let mut tx = self.write_tx().await?;
         let done = sqlx::query(
             "UPDATE jobs SET status = ?, outcome = COALESCE(?, outcome), updated_at = ?
              WHERE id = ? AND status = ?",
@@ -152,10 +157,17 @@ impl JobStore for SqliteStore {
         .bind(to_nanos("now", now)?)
         .bind(id)
         .bind(from.as_str())
-        .execute(&self.writer)
+        .execute(&mut *tx)
         .await
         .map_err(db_err)?;
-        Ok(done.rows_affected() == 1)
+        if done.rows_affected() != 1 {
+            tx.rollback().await.map_err(db_err)?;
+            return Ok(false);
+        }
+        // INVARIANT: the move commits with its audit records, or not at all.
+        append_in(&mut tx, audit).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(true)
     }
 
     async fn get_job(&self, id: &str) -> StoreResult<Option<Job>> {

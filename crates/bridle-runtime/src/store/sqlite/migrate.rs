@@ -36,6 +36,11 @@ const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/sqlite/0006_feedback_models.sql"),
     },
     Migration { version: 7, name: "governance", sql: include_str!("../../../migrations/sqlite/0007_governance.sql") },
+    Migration {
+        version: 8,
+        name: "one_pending_per_plan",
+        sql: include_str!("../../../migrations/sqlite/0008_one_pending_per_plan.sql"),
+    },
 ];
 
 /// The SQL of every migration, oldest first (for a throwaway in-memory database opened by
