@@ -28,7 +28,7 @@ async fn with_switches(stores: &Stores) {
     {
         let at = time::OffsetDateTime::now_utc() + time::Duration::seconds(i64::try_from(i).unwrap());
         let switch = KillSwitch { scope, reason: "drill".into(), set_by: "bench".into(), set_at: at };
-        stores.kills.set_kill(&switch).await.unwrap();
+        stores.kills.set_kill(&switch, Vec::new()).await.unwrap();
     }
 }
 
@@ -98,13 +98,13 @@ fn main() {
         let stores = rt.block_on(Stores::open(&pg)).unwrap();
         rt.block_on(async {
             for s in stores.kills.active_kills().await.unwrap() {
-                stores.kills.lift_kill(&s.scope).await.unwrap();
+                stores.kills.lift_kill(&s.scope, Vec::new()).await.unwrap();
             }
         });
         reads(&mut c, &rt, "postgres", &stores);
         rt.block_on(async {
             for s in stores.kills.active_kills().await.unwrap() {
-                stores.kills.lift_kill(&s.scope).await.unwrap();
+                stores.kills.lift_kill(&s.scope, Vec::new()).await.unwrap();
             }
         });
     }

@@ -93,7 +93,7 @@ async fn fixture() -> (Stores, Arc<Recorder>, Vec<Arc<dyn LoopHook>>) {
     let hooks: Vec<Arc<dyn LoopHook>> = vec![recorder.clone()];
     for i in 0..20 {
         let input = FeedbackInput { rating: Some(if i < 8 { 1 } else { 5 }), ..FeedbackInput::default() };
-        collect(stores.feedback.as_ref(), &hooks, "fab-1", &format!("d-{i:03}"), "operator-2", input, T0)
+        collect(&stores, &hooks, "fab-1", &format!("d-{i:03}"), "operator-2", input, T0)
             .await
             .unwrap();
     }
@@ -105,7 +105,7 @@ async fn outcomes_are_collected_checked_masked_and_analysed() {
     let (stores, recorder, hooks) = fixture().await;
     assert_eq!(recorder.0.lock().unwrap().len(), 20, "one outcome_collected per feedback");
     assert!(recorder.0.lock().unwrap().iter().all(|e| e.event == "outcome_collected"));
-    let f = stores.feedback.as_ref();
+    let f = &stores;
     let unknown =
         collect(f, &hooks, "fab-1", "d-404", "op", FeedbackInput { rating: Some(3), ..Default::default() }, T0);
     assert!(matches!(unknown.await, Err(CollectError::UnknownDecision(_))));

@@ -10,13 +10,20 @@
 
 mod actions;
 mod feedback;
+mod gate_level;
 mod governance;
+mod invariants;
 mod postgres;
 mod sqlite;
 
 use actions::{auto_window_slides_per_tenant_and_resource, concurrent_auto_admissions_never_pass_the_limit};
 use feedback::{feedback_rates_decisions_of_its_own_tenant, models_move_stage_by_compare_and_set};
 use governance::{action_history_rates_in_place_and_filters, kill_switches_cover_their_scope_until_lifted};
+use gate_level::{
+    keyed_retries_during_and_after_a_job_get_in_progress_then_the_result, racing_keyed_calls_never_get_approval_replayed,
+    thirty_two_identical_calls_share_one_pending_request_and_one_webhook,
+};
+use invariants::concurrent_requests_for_one_plan_share_one_pending_request;
 
 use std::collections::BTreeMap;
 
@@ -28,7 +35,7 @@ use bridle_core::contract::ApprovalLevel;
 use bridle_core::decision::DecisionRecord;
 use bridle_core::job::{Job, JobStatus};
 use bridle_core::plan::{Plan, PlanHash};
-use bridle_core::ports::{BudgetKind, Consume, Debit, Reserved, StoreError};
+use bridle_core::ports::{BudgetKind, Consume, Created, Debit, Reserved, StoreError};
 use bridle_runtime::store::Stores;
 use serde_json::json;
 use tempfile::TempDir;
@@ -116,6 +123,10 @@ contract!(
     models_move_stage_by_compare_and_set,
     kill_switches_cover_their_scope_until_lifted,
     action_history_rates_in_place_and_filters,
+    concurrent_requests_for_one_plan_share_one_pending_request,
+    thirty_two_identical_calls_share_one_pending_request_and_one_webhook,
+    keyed_retries_during_and_after_a_job_get_in_progress_then_the_result,
+    racing_keyed_calls_never_get_approval_replayed,
 );
 
 mod evidence;
@@ -156,8 +167,8 @@ fn grant(approver: &str, sign_off: bool) -> Grant {
 /// Creates a request and grants it (one grant, level `approval`).
 async fn granted(s: &Stores, id: &str, p: &Plan, created: OffsetDateTime) -> anyhow::Result<ApprovalRequest> {
     let r = request(id, p, created)?;
-    s.approvals.create_request(&r).await?;
-    s.approvals.add_grant(&r.tenant, id, 0, &grant("operator-2", false), true).await?;
+    s.approvals.create_request(&r, Vec::new()).await?;
+    s.approvals.add_grant(&r.tenant, id, 0, &grant("operator-2", false), true, Vec::new()).await?;
     s.approvals.get_request(&r.tenant, id).await?.context("granted request is stored")
 }
 
@@ -194,15 +205,19 @@ fn refused_code(r: &Reserved) -> Option<Code> {
 async fn approval_create_get_duplicate(s: Stores) -> anyhow::Result<()> {
     let p = plan("tenant-a", 3);
     let r = request("a-1", &p, T0)?;
-    s.approvals.create_request(&r).await?;
+    s.approvals.create_request(&r, Vec::new()).await?;
     assert_eq!(s.approvals.get_request("tenant-a", "a-1").await?, Some(r.clone()));
     assert_eq!(s.approvals.get_request("tenant-b", "a-1").await?, None, "requests are per tenant");
     assert_eq!(s.approvals.get_request("tenant-a", "a-2").await?, None);
-    let again = s.approvals.create_request(&r).await;
-    assert!(matches!(again, Err(StoreError::Duplicate(_))), "{again:?}");
+    // The same request again: its plan has a live pending request, which is returned.
+    let again = s.approvals.create_request(&r, Vec::new()).await?;
+    assert_eq!(again, Created::Existing(Box::new(r.clone())));
+    // Its id for another plan is a duplicate.
+    let reused = s.approvals.create_request(&request("a-1", &plan("tenant-a", 5), T0)?, Vec::new()).await;
+    assert!(matches!(reused, Err(StoreError::Duplicate(_))), "{reused:?}");
     // Ids are unique across tenants.
     let other = request("a-1", &plan("tenant-b", 3), T0)?;
-    let clash = s.approvals.create_request(&other).await;
+    let clash = s.approvals.create_request(&other, Vec::new()).await;
     assert!(matches!(clash, Err(StoreError::Duplicate(_))), "{clash:?}");
     assert_eq!(s.approvals.get_request("tenant-b", "a-1").await?, None);
     Ok(())
@@ -213,30 +228,34 @@ async fn approval_find_for_plan_prefers_granted_and_skips_expired(s: Stores) -> 
     let h = hash(&p)?;
     let now = secs(60);
     assert_eq!(s.approvals.find_for_plan("tenant-a", &h, now).await?, None);
-    // Pending ones: the oldest wins; an expired one never does.
+    // An expired one is never found (and no longer holds the plan's pending slot).
     let mut expired = request("a-0", &p, secs(-600))?;
-    expired.expires_at = secs(30);
-    s.approvals.create_request(&expired).await?;
+    expired.expires_at = secs(0);
+    s.approvals.create_request(&expired, Vec::new()).await?;
     assert_eq!(s.approvals.find_for_plan("tenant-a", &h, now).await?, None, "expired is excluded");
-    s.approvals.create_request(&request("a-2", &p, secs(20))?).await?;
-    s.approvals.create_request(&request("a-1", &p, secs(10))?).await?;
-    let found = s.approvals.find_for_plan("tenant-a", &h, now).await?.context("a pending request")?;
-    assert_eq!(found.id, "a-1");
-    // A granted one beats older pending ones, even if it is newer.
-    let g = granted(&s, "a-3", &p, secs(40)).await?;
+    let g = granted(&s, "a-3", &p, secs(5)).await?;
+    assert_eq!(s.approvals.create_request(&request("a-1", &p, secs(10))?, Vec::new()).await?, Created::New);
+    // One pending request per plan: a second one gets the first back.
+    let second = s.approvals.create_request(&request("a-2", &p, secs(20))?, Vec::new()).await?;
+    ensure!(matches!(&second, Created::Existing(r) if r.id == "a-1"), "{second:?}");
+    assert_eq!(s.approvals.get_request("tenant-a", "a-2").await?, None, "nothing stored");
+    // A granted one beats the pending one.
     assert_eq!(s.approvals.find_for_plan("tenant-a", &h, now).await?, Some(g));
     // ... unless it has expired by then.
-    let later = secs(40) + Duration::minutes(5);
+    let later = secs(10) + Duration::minutes(5);
     assert_eq!(s.approvals.find_for_plan("tenant-a", &h, later).await?, None, "all have expired");
-    let before_g_expires = secs(20) + Duration::minutes(5) - Duration::seconds(1);
+    let before_g_expires = secs(5) + Duration::minutes(5) - Duration::seconds(1);
     let found = s.approvals.find_for_plan("tenant-a", &h, before_g_expires).await?.context("granted")?;
     assert_eq!(found.id, "a-3");
+    let after_g_expires = secs(5) + Duration::minutes(5) + Duration::seconds(1);
+    let found = s.approvals.find_for_plan("tenant-a", &h, after_g_expires).await?.context("pending")?;
+    assert_eq!(found.id, "a-1");
     // Other plans and other tenants never match.
     assert_eq!(s.approvals.find_for_plan("tenant-a", &hash(&plan("tenant-a", 4))?, now).await?, None);
     assert_eq!(s.approvals.find_for_plan("tenant-b", &h, now).await?, None);
     // A consumed one is not offered again; the pending one is.
     let j = job("j-1", &p, None, Some("a-3"), now)?;
-    assert_eq!(s.jobs.reserve(&j, Some(&consume("a-3", &p, now)?)).await?, Reserved::Reserved);
+    assert_eq!(s.jobs.reserve(&j, Some(&consume("a-3", &p, now)?), Vec::new()).await?, Reserved::Reserved);
     let found = s.approvals.find_for_plan("tenant-a", &h, now).await?.context("pending")?;
     assert_eq!(found.id, "a-1");
     Ok(())
@@ -246,25 +265,25 @@ async fn approval_add_grant_is_optimistic(s: Stores) -> anyhow::Result<()> {
     let p = plan("tenant-a", 3);
     let mut r = request("a-1", &p, T0)?;
     r.level = ApprovalLevel::SignOff;
-    s.approvals.create_request(&r).await?;
+    s.approvals.create_request(&r, Vec::new()).await?;
     let first = grant("operator-2", false);
     let second = Grant { approver: "lead-3".into(), sign_off: true, at: datetime!(2026-01-01 10:00:00.5 +01:00) };
-    s.approvals.add_grant("tenant-a", "a-1", 0, &first, false).await?;
-    let stale = s.approvals.add_grant("tenant-a", "a-1", 0, &second, true).await;
+    s.approvals.add_grant("tenant-a", "a-1", 0, &first, false, Vec::new()).await?;
+    let stale = s.approvals.add_grant("tenant-a", "a-1", 0, &second, true, Vec::new()).await;
     assert!(matches!(stale, Err(StoreError::Contention(_))), "{stale:?}");
     let now = s.approvals.get_request("tenant-a", "a-1").await?.context("stored")?;
     assert_eq!((now.status, now.grants.clone()), (ApprovalStatus::Pending, vec![first.clone()]));
-    s.approvals.add_grant("tenant-a", "a-1", 1, &second, true).await?;
+    s.approvals.add_grant("tenant-a", "a-1", 1, &second, true, Vec::new()).await?;
     let now = s.approvals.get_request("tenant-a", "a-1").await?.context("stored")?;
     assert_eq!(now.status, ApprovalStatus::Granted);
     assert_eq!(now.grants, vec![first, second.clone()]);
     assert_eq!(now.approvers().as_deref(), Some("operator-2+lead-3"));
     // No longer pending: any further grant is contention.
-    let late = s.approvals.add_grant("tenant-a", "a-1", 2, &grant("x", false), false).await;
+    let late = s.approvals.add_grant("tenant-a", "a-1", 2, &grant("x", false), false, Vec::new()).await;
     assert!(matches!(late, Err(StoreError::Contention(_))), "{late:?}");
-    let missing = s.approvals.add_grant("tenant-a", "a-9", 0, &second, true).await;
+    let missing = s.approvals.add_grant("tenant-a", "a-9", 0, &second, true, Vec::new()).await;
     assert!(matches!(missing, Err(StoreError::NotFound(_))), "{missing:?}");
-    let other_tenant = s.approvals.add_grant("tenant-b", "a-1", 2, &second, true).await;
+    let other_tenant = s.approvals.add_grant("tenant-b", "a-1", 2, &second, true, Vec::new()).await;
     assert!(matches!(other_tenant, Err(StoreError::NotFound(_))), "{other_tenant:?}");
     Ok(())
 }
@@ -272,23 +291,24 @@ async fn approval_add_grant_is_optimistic(s: Stores) -> anyhow::Result<()> {
 async fn approval_reject_and_list_pending(s: Stores) -> anyhow::Result<()> {
     let p = plan("tenant-a", 3);
     let now = secs(60);
-    s.approvals.create_request(&request("a-3", &p, secs(30))?).await?;
-    s.approvals.create_request(&request("a-1", &p, secs(10))?).await?;
-    s.approvals.create_request(&request("a-2", &plan("tenant-a", 4), secs(20))?).await?;
-    s.approvals.create_request(&request("a-0", &p, secs(-600))?).await?; // expired at `now`
-    s.approvals.create_request(&request("b-1", &plan("tenant-b", 3), secs(5))?).await?;
+    s.approvals.create_request(&request("a-0", &p, secs(-600))?, Vec::new()).await?; // expired at `now`
     granted(&s, "a-4", &p, secs(1)).await?;
+    // `a-0` has expired by `a-3`'s creation, so it does not hold the plan.
+    assert_eq!(s.approvals.create_request(&request("a-3", &p, secs(30))?, Vec::new()).await?, Created::New);
+    s.approvals.create_request(&request("a-1", &plan("tenant-a", 5), secs(10))?, Vec::new()).await?;
+    s.approvals.create_request(&request("a-2", &plan("tenant-a", 4), secs(20))?, Vec::new()).await?;
+    s.approvals.create_request(&request("b-1", &plan("tenant-b", 3), secs(5))?, Vec::new()).await?;
     let ids = |v: Vec<ApprovalRequest>| v.into_iter().map(|r| r.id).collect::<Vec<_>>();
     assert_eq!(ids(s.approvals.list_pending("tenant-a", now).await?), ["a-1", "a-2", "a-3"]);
-    s.approvals.reject_request("tenant-a", "a-2", "operator-2", "too many replicas").await?;
+    s.approvals.reject_request("tenant-a", "a-2", "operator-2", "too many replicas", Vec::new()).await?;
     let r = s.approvals.get_request("tenant-a", "a-2").await?.context("stored")?;
     assert_eq!(r.status, ApprovalStatus::Rejected);
     assert_eq!(r.rejection_reason.as_deref(), Some("too many replicas"));
-    let again = s.approvals.reject_request("tenant-a", "a-2", "operator-2", "again").await;
+    let again = s.approvals.reject_request("tenant-a", "a-2", "operator-2", "again", Vec::new()).await;
     assert!(matches!(again, Err(StoreError::Contention(_))), "{again:?}");
-    let of_granted = s.approvals.reject_request("tenant-a", "a-4", "operator-2", "no").await;
+    let of_granted = s.approvals.reject_request("tenant-a", "a-4", "operator-2", "no", Vec::new()).await;
     assert!(matches!(of_granted, Err(StoreError::Contention(_))), "{of_granted:?}");
-    let missing = s.approvals.reject_request("tenant-b", "a-1", "operator-2", "no").await;
+    let missing = s.approvals.reject_request("tenant-b", "a-1", "operator-2", "no", Vec::new()).await;
     assert!(matches!(missing, Err(StoreError::NotFound(_))), "{missing:?}");
     assert_eq!(ids(s.approvals.list_pending("tenant-a", now).await?), ["a-1", "a-3"]);
     assert_eq!(ids(s.approvals.list_pending("tenant-b", now).await?), ["b-1"]);
@@ -301,23 +321,23 @@ async fn approval_reject_and_list_pending(s: Stores) -> anyhow::Result<()> {
 async fn reserve_claims_idempotency_keys(s: Stores) -> anyhow::Result<()> {
     let p = plan("tenant-a", 3);
     let first = job("j-1", &p, Some("k-1"), None, T0)?;
-    assert_eq!(s.jobs.reserve(&first, None).await?, Reserved::Reserved);
+    assert_eq!(s.jobs.reserve(&first, None, Vec::new()).await?, Reserved::Reserved);
     assert_eq!(s.jobs.get_job("j-1").await?, Some(first.clone()));
     assert_eq!(s.jobs.find_by_key("tenant-a", "requester-1", "k-1").await?, Some(first.clone()));
     assert_eq!(s.jobs.find_by_key("tenant-a", "someone-else", "k-1").await?, None, "keys are per subject");
     assert_eq!(s.jobs.find_by_key("tenant-b", "requester-1", "k-1").await?, None, "keys are per tenant");
     // Same key again: the existing job, and nothing written.
     let second = job("j-2", &plan("tenant-a", 4), Some("k-1"), None, secs(1))?;
-    assert_eq!(s.jobs.reserve(&second, None).await?, Reserved::KeyTaken(Box::new(first.clone())));
+    assert_eq!(s.jobs.reserve(&second, None, Vec::new()).await?, Reserved::KeyTaken(Box::new(first.clone())));
     assert_eq!(s.jobs.get_job("j-2").await?, None);
     // The same key of another subject is free.
     let mut other = job("j-3", &p, Some("k-1"), None, secs(2))?;
     other.subject = "someone-else".into();
-    assert_eq!(s.jobs.reserve(&other, None).await?, Reserved::Reserved);
+    assert_eq!(s.jobs.reserve(&other, None, Vec::new()).await?, Reserved::Reserved);
     // Jobs without a key never collide on keys; a reused job id is a duplicate.
-    assert_eq!(s.jobs.reserve(&job("j-4", &p, None, None, secs(3))?, None).await?, Reserved::Reserved);
-    assert_eq!(s.jobs.reserve(&job("j-5", &p, None, None, secs(3))?, None).await?, Reserved::Reserved);
-    let dup = s.jobs.reserve(&job("j-4", &p, None, None, secs(4))?, None).await;
+    assert_eq!(s.jobs.reserve(&job("j-4", &p, None, None, secs(3))?, None, Vec::new()).await?, Reserved::Reserved);
+    assert_eq!(s.jobs.reserve(&job("j-5", &p, None, None, secs(3))?, None, Vec::new()).await?, Reserved::Reserved);
+    let dup = s.jobs.reserve(&job("j-4", &p, None, None, secs(4))?, None, Vec::new()).await;
     assert!(matches!(dup, Err(StoreError::Duplicate(_))), "{dup:?}");
     Ok(())
 }
@@ -327,11 +347,11 @@ async fn reserve_consumes_an_approval_once(s: Stores) -> anyhow::Result<()> {
     granted(&s, "a-1", &p, T0).await?;
     let now = secs(10);
     let j1 = job("j-1", &p, Some("k-1"), Some("a-1"), now)?;
-    assert_eq!(s.jobs.reserve(&j1, Some(&consume("a-1", &p, now)?)).await?, Reserved::Reserved);
+    assert_eq!(s.jobs.reserve(&j1, Some(&consume("a-1", &p, now)?), Vec::new()).await?, Reserved::Reserved);
     let r = s.approvals.get_request("tenant-a", "a-1").await?.context("stored")?;
     assert_eq!((r.status, r.consumed_by.as_deref()), (ApprovalStatus::Consumed, Some("j-1")));
     let j2 = job("j-2", &p, Some("k-2"), Some("a-1"), now)?;
-    let second = s.jobs.reserve(&j2, Some(&consume("a-1", &p, now)?)).await?;
+    let second = s.jobs.reserve(&j2, Some(&consume("a-1", &p, now)?), Vec::new()).await?;
     assert_eq!(refused_code(&second), Some(Code::ApprovalReplayed), "{second:?}");
     assert_eq!(s.jobs.get_job("j-2").await?, None);
     assert_eq!(s.jobs.find_by_key("tenant-a", "requester-1", "k-2").await?, None);
@@ -346,7 +366,7 @@ async fn reserve_refusal_writes_nothing(s: Stores) -> anyhow::Result<()> {
     };
     let check = async |approval: &str, p: &Plan, at: OffsetDateTime, code: Code| -> anyhow::Result<()> {
         let (j, c) = attempt(approval, p, at)?;
-        let got = s.jobs.reserve(&j, Some(&c)).await?;
+        let got = s.jobs.reserve(&j, Some(&c), Vec::new()).await?;
         ensure!(refused_code(&got) == Some(code), "{approval}: expected {code}, got {got:?}");
         ensure!(s.jobs.get_job("j-1").await?.is_none(), "{approval}: a refused reserve stored its job");
         ensure!(
@@ -356,7 +376,7 @@ async fn reserve_refusal_writes_nothing(s: Stores) -> anyhow::Result<()> {
         Ok(())
     };
     // Not granted yet, missing, of another tenant.
-    s.approvals.create_request(&request("a-pending", &p, T0)?).await?;
+    s.approvals.create_request(&request("a-pending", &p, T0)?, Vec::new()).await?;
     check("a-pending", &p, now, Code::ApprovalRequired).await?;
     check("a-missing", &p, now, Code::ApprovalRequired).await?;
     granted(&s, "b-1", &plan("tenant-b", 3), T0).await?;
@@ -372,29 +392,29 @@ async fn reserve_refusal_writes_nothing(s: Stores) -> anyhow::Result<()> {
     assert_eq!((a1.status, a1.consumed_by), (ApprovalStatus::Granted, None));
     // The key is still free and the approval still usable.
     let (j, c) = attempt("a-1", &p, now)?;
-    assert_eq!(s.jobs.reserve(&j, Some(&c)).await?, Reserved::Reserved);
+    assert_eq!(s.jobs.reserve(&j, Some(&c), Vec::new()).await?, Reserved::Reserved);
     Ok(())
 }
 
 async fn job_transitions_only_from_expected_state(s: Stores) -> anyhow::Result<()> {
     let p = plan("tenant-a", 3);
-    s.jobs.reserve(&job("j-1", &p, None, None, T0)?, None).await?;
+    s.jobs.reserve(&job("j-1", &p, None, None, T0)?, None, Vec::new()).await?;
     let sent = json!({"sent": true});
-    assert!(s.jobs.transition("j-1", JobStatus::Reserved, JobStatus::Dispatched, Some(&sent), secs(1)).await?);
-    assert!(!s.jobs.transition("j-1", JobStatus::Reserved, JobStatus::Dispatched, None, secs(2)).await?);
-    assert!(!s.jobs.transition("j-1", JobStatus::Succeeded, JobStatus::Failed, None, secs(2)).await?);
-    assert!(!s.jobs.transition("j-9", JobStatus::Reserved, JobStatus::Dispatched, None, secs(2)).await?);
+    assert!(s.jobs.transition("j-1", JobStatus::Reserved, JobStatus::Dispatched, Some(&sent), secs(1), Vec::new()).await?);
+    assert!(!s.jobs.transition("j-1", JobStatus::Reserved, JobStatus::Dispatched, None, secs(2), Vec::new()).await?);
+    assert!(!s.jobs.transition("j-1", JobStatus::Succeeded, JobStatus::Failed, None, secs(2), Vec::new()).await?);
+    assert!(!s.jobs.transition("j-9", JobStatus::Reserved, JobStatus::Dispatched, None, secs(2), Vec::new()).await?);
     // Without an outcome, the stored one stays.
-    assert!(s.jobs.transition("j-1", JobStatus::Dispatched, JobStatus::Unknown, None, secs(3)).await?);
+    assert!(s.jobs.transition("j-1", JobStatus::Dispatched, JobStatus::Unknown, None, secs(3), Vec::new()).await?);
     let j = s.jobs.get_job("j-1").await?.context("stored")?;
     assert_eq!((j.status, j.outcome, j.updated_at, j.created_at), (JobStatus::Unknown, Some(sent), secs(3), T0));
     let done = json!({"replicas": 3, "note": null, "list": [1, 2.5, "x"]});
-    assert!(s.jobs.transition("j-1", JobStatus::Unknown, JobStatus::Succeeded, Some(&done), secs(4)).await?);
+    assert!(s.jobs.transition("j-1", JobStatus::Unknown, JobStatus::Succeeded, Some(&done), secs(4), Vec::new()).await?);
     let j = s.jobs.get_job("j-1").await?.context("stored")?;
     assert_eq!((j.status, j.outcome, j.updated_at), (JobStatus::Succeeded, Some(done), secs(4)));
     // A JSON null outcome is stored as such.
-    s.jobs.reserve(&job("j-2", &p, None, None, T0)?, None).await?;
-    assert!(s.jobs.transition("j-2", JobStatus::Reserved, JobStatus::Failed, Some(&json!(null)), secs(5)).await?);
+    s.jobs.reserve(&job("j-2", &p, None, None, T0)?, None, Vec::new()).await?;
+    assert!(s.jobs.transition("j-2", JobStatus::Reserved, JobStatus::Failed, Some(&json!(null)), secs(5), Vec::new()).await?);
     assert_eq!(s.jobs.get_job("j-2").await?.context("stored")?.outcome, Some(json!(null)));
     assert_eq!(s.jobs.get_job("j-9").await?, None);
     Ok(())
@@ -411,10 +431,10 @@ async fn unsettled_lists_non_final_jobs_oldest_first(s: Stores) -> anyhow::Resul
         ("j-0", 4, &[]),
     ];
     for (id, at, path) in steps {
-        s.jobs.reserve(&job(id, &p, None, None, secs(at))?, None).await?;
+        s.jobs.reserve(&job(id, &p, None, None, secs(at))?, None, Vec::new()).await?;
         let mut from = JobStatus::Reserved;
         for to in path {
-            assert!(s.jobs.transition(id, from, *to, None, secs(10)).await?);
+            assert!(s.jobs.transition(id, from, *to, None, secs(10), Vec::new()).await?);
             from = *to;
         }
     }
@@ -487,7 +507,7 @@ async fn concurrent_reserves_consume_an_approval_once(s: Stores) -> anyhow::Resu
             let c = consume("a-1", &p, now);
             tokio::spawn(async move {
                 let (j, c) = (j?, c?);
-                Ok::<_, anyhow::Error>((j.id.clone(), s.jobs.reserve(&j, Some(&c)).await?))
+                Ok::<_, anyhow::Error>((j.id.clone(), s.jobs.reserve(&j, Some(&c), Vec::new()).await?))
             })
         })
         .collect();

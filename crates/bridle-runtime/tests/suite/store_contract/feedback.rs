@@ -30,15 +30,15 @@ pub async fn feedback_rates_decisions_of_its_own_tenant(s: Stores) -> anyhow::Re
     s.decisions.record(&decision("d-2", "tenant-a", secs(2))).await?;
     s.decisions.record(&decision("d-9", "tenant-b", secs(3))).await?;
     let f = &s.feedback;
-    f.add_feedback(&feedback("f-1", "tenant-a", "d-1", 4, secs(10))).await?;
-    f.add_feedback(&feedback("f-2", "tenant-a", "d-2", 2, secs(12))).await?;
-    f.add_feedback(&feedback("f-3", "tenant-a", "d-1", 5, secs(11))).await?;
+    f.add_feedback(&feedback("f-1", "tenant-a", "d-1", 4, secs(10)), Vec::new()).await?;
+    f.add_feedback(&feedback("f-2", "tenant-a", "d-2", 2, secs(12)), Vec::new()).await?;
+    f.add_feedback(&feedback("f-3", "tenant-a", "d-1", 5, secs(11)), Vec::new()).await?;
     // Unknown, and another tenant's decision: both not found, nothing stored.
-    let missing = f.add_feedback(&feedback("f-4", "tenant-a", "d-404", 3, secs(13))).await;
+    let missing = f.add_feedback(&feedback("f-4", "tenant-a", "d-404", 3, secs(13)), Vec::new()).await;
     ensure!(matches!(missing, Err(StoreError::NotFound(_))), "{missing:?}");
-    let foreign = f.add_feedback(&feedback("f-5", "tenant-a", "d-9", 3, secs(13))).await;
+    let foreign = f.add_feedback(&feedback("f-5", "tenant-a", "d-9", 3, secs(13)), Vec::new()).await;
     ensure!(matches!(foreign, Err(StoreError::NotFound(_))), "{foreign:?}");
-    let twice = f.add_feedback(&feedback("f-1", "tenant-a", "d-2", 3, secs(14))).await;
+    let twice = f.add_feedback(&feedback("f-1", "tenant-a", "d-2", 3, secs(14)), Vec::new()).await;
     ensure!(matches!(twice, Err(StoreError::Duplicate(_))), "{twice:?}");
 
     let all = f.feedback("tenant-a", None, 10).await?;
@@ -82,7 +82,7 @@ pub async fn models_move_stage_by_compare_and_set(s: Stores) -> anyhow::Result<(
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..8 {
         let (r, canary) = (s.models.clone(), canary.clone());
-        tasks.spawn(async move { r.move_stage(&canary, Stage::Candidate).await });
+        tasks.spawn(async move { r.move_stage(&canary, Stage::Candidate, Vec::new()).await });
     }
     let mut moved = 0;
     while let Some(done) = tasks.join_next().await {

@@ -17,36 +17,36 @@ pub async fn kill_switches_cover_their_scope_until_lifted(s: Stores) -> anyhow::
     ensure!(k.active_kills().await?.is_empty());
     ensure!(k.kill_covering("fab-1", Some("advisor")).await?.is_none());
     // An agent switch covers that agent's calls in every tenant, nothing else.
-    ensure!(k.set_kill(&switch(KillScope::agent("advisor"), 1)).await?, "newly set");
+    ensure!(k.set_kill(&switch(KillScope::agent("advisor"), 1), Vec::new()).await?, "newly set");
     ensure!(k.kill_covering("fab-1", Some("advisor")).await?.map(|s| s.scope) == Some(KillScope::agent("advisor")));
     ensure!(k.kill_covering("fab-2", Some("advisor")).await?.is_some());
     ensure!(k.kill_covering("fab-1", Some("diagnostician")).await?.is_none());
     ensure!(k.kill_covering("fab-1", None).await?.is_none(), "a call on no agent's behalf");
     // A tenant switch covers every call of the tenant; setting it again replaces its reason.
-    ensure!(k.set_kill(&switch(KillScope::tenant("fab-2"), 2)).await?);
-    ensure!(!k.set_kill(&switch(KillScope::tenant("fab-2"), 3)).await?, "already on");
+    ensure!(k.set_kill(&switch(KillScope::tenant("fab-2"), 2), Vec::new()).await?);
+    ensure!(!k.set_kill(&switch(KillScope::tenant("fab-2"), 3), Vec::new()).await?, "already on");
     let got = k.kill_covering("fab-2", None).await?;
     ensure!(got == Some(switch(KillScope::tenant("fab-2"), 3)), "{got:?}");
     // The oldest covering switch is the one reported.
     ensure!(k.kill_covering("fab-2", Some("advisor")).await?.map(|s| s.set_at) == Some(secs(1)));
     ensure!(k.kill_covering("fab-1", None).await?.is_none());
     // All.
-    ensure!(k.set_kill(&switch(KillScope::all(), 4)).await?);
+    ensure!(k.set_kill(&switch(KillScope::all(), 4), Vec::new()).await?);
     ensure!(k.kill_covering("other", None).await?.map(|s| s.scope) == Some(KillScope::all()));
     let active = k.active_kills().await?;
     ensure!(active.len() == 3 && active.first().map(|s| s.set_at) == Some(secs(1)), "{active:?}");
     // Lifting is per exact scope.
-    ensure!(k.lift_kill(&KillScope::tenant("fab-1")).await?.is_none());
-    ensure!(k.lift_kill(&KillScope::all()).await? == Some(switch(KillScope::all(), 4)));
-    ensure!(k.lift_kill(&KillScope::all()).await?.is_none(), "lifted once");
+    ensure!(k.lift_kill(&KillScope::tenant("fab-1"), Vec::new()).await?.is_none());
+    ensure!(k.lift_kill(&KillScope::all(), Vec::new()).await? == Some(switch(KillScope::all(), 4)));
+    ensure!(k.lift_kill(&KillScope::all(), Vec::new()).await?.is_none(), "lifted once");
     ensure!(k.kill_covering("other", None).await?.is_none());
     let both = KillScope { tenant: Some("fab-1".into()), agent: Some("chat".into()) };
-    ensure!(k.set_kill(&switch(both.clone(), 5)).await?);
+    ensure!(k.set_kill(&switch(both.clone(), 5), Vec::new()).await?);
     ensure!(k.kill_covering("fab-1", Some("chat")).await?.map(|s| s.scope) == Some(both.clone()));
     ensure!(k.kill_covering("fab-3", Some("chat")).await?.is_none());
-    ensure!(k.lift_kill(&both).await?.is_some());
-    ensure!(k.lift_kill(&KillScope::agent("advisor")).await?.is_some());
-    ensure!(k.lift_kill(&KillScope::tenant("fab-2")).await?.is_some());
+    ensure!(k.lift_kill(&both, Vec::new()).await?.is_some());
+    ensure!(k.lift_kill(&KillScope::agent("advisor"), Vec::new()).await?.is_some());
+    ensure!(k.lift_kill(&KillScope::tenant("fab-2"), Vec::new()).await?.is_some());
     ensure!(k.active_kills().await?.is_empty());
     Ok(())
 }
@@ -79,13 +79,13 @@ pub async fn action_history_rates_in_place_and_filters(s: Stores) -> anyhow::Res
         note: Some("drift came back «within» the hour".into()),
         rated_at: secs(50),
     };
-    let rated = h.rate_action("fab-1", "j1", &rating).await?;
+    let rated = h.rate_action("fab-1", "j1", &rating, &|_| Vec::new()).await?;
     ensure!(rated.as_ref().and_then(|a| a.rating.clone()) == Some(rating.clone()), "{rated:?}");
     ensure!(rated.map(|a| a.executed_at) == Some(secs(10)));
-    ensure!(h.rate_action("fab-1", "nope", &rating).await?.is_none());
-    ensure!(h.rate_action("fab-2", "j1", &rating).await?.is_none(), "another tenant's job");
+    ensure!(h.rate_action("fab-1", "nope", &rating, &|_| Vec::new()).await?.is_none());
+    ensure!(h.rate_action("fab-2", "j1", &rating, &|_| Vec::new()).await?.is_none(), "another tenant's job");
     let observed = Rating { outcome: Outcome::Success, source: OutcomeSource::Observation, note: None, ..rating };
-    h.rate_action("fab-1", "j2", &observed).await?;
+    h.rate_action("fab-1", "j2", &observed, &|_| Vec::new()).await?;
     let got = h.action_history("fab-1", "set_temperature", "heater drift", "cvd", secs(0)).await?;
     let jobs: Vec<&str> = got.iter().map(|a| a.job_id.as_str()).collect();
     ensure!(jobs == ["j2", "j1"], "newest first, one class: {jobs:?}");

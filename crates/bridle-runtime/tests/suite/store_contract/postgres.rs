@@ -51,7 +51,7 @@ where
 
 /// [`in_fresh_schema`], also handing the test a raw pool on the schema (to edit rows behind the
 /// store's back without leaving broken rows in the shared schema).
-async fn in_schema<F, Fut>(test: F) -> anyhow::Result<()>
+pub(super) async fn in_schema<F, Fut>(test: F) -> anyhow::Result<()>
 where
     F: FnOnce(Stores, PgPool) -> Fut + Send + 'static,
     Fut: Future<Output = anyhow::Result<()>> + Send + 'static,
@@ -137,7 +137,7 @@ async fn postgres_many_replicas_consume_an_approval_exactly_once() -> anyhow::Re
                 let c = consume(&approval, &p, now);
                 tokio::spawn(async move {
                     let (s, j, c) = (s?, j?, c?);
-                    Ok::<_, anyhow::Error>((j.id.clone(), s.jobs.reserve(&j, Some(&c)).await?))
+                    Ok::<_, anyhow::Error>((j.id.clone(), s.jobs.reserve(&j, Some(&c), Vec::new()).await?))
                 })
             })
             .collect();
@@ -275,7 +275,7 @@ async fn postgres_urls_open_every_port_on_one_shared_database() -> anyhow::Resul
     let approval = format!("{tenant}-a-1");
     granted(&a, &approval, &p, T0).await?;
     let j = job(&format!("{tenant}-j-1"), &p, Some("k-1"), Some(&approval), secs(5))?;
-    ensure!(b.jobs.reserve(&j, Some(&consume(&approval, &p, secs(5))?)).await? == Reserved::Reserved);
+    ensure!(b.jobs.reserve(&j, Some(&consume(&approval, &p, secs(5))?), Vec::new()).await? == Reserved::Reserved);
     ensure!(a.jobs.find_by_key(&tenant, "requester-1", "k-1").await? == Some(j.clone()));
     a.run_flags.taint(&tenant, "run-1", "first").await?;
     b.run_flags.taint(&tenant, "run-1", "second").await?;
@@ -337,7 +337,7 @@ async fn undecodable_rows_are_corrupt(s: Stores, raw: PgPool) -> anyhow::Result<
     let tenant = "tenant-a";
     let p = plan(tenant, 3);
     let (job_id, approval) = (format!("{tenant}-j-1"), format!("{tenant}-a-1"));
-    ensure!(s.jobs.reserve(&job(&job_id, &p, None, None, T0)?, None).await? == Reserved::Reserved);
+    ensure!(s.jobs.reserve(&job(&job_id, &p, None, None, T0)?, None, Vec::new()).await? == Reserved::Reserved);
     granted(&s, &approval, &p, T0).await?;
     sqlx::query("UPDATE jobs SET status = 'exploded' WHERE id = $1").bind(&job_id).execute(&raw).await?;
     sqlx::query("UPDATE approvals SET grants = '[{\"approver\": 1}]' WHERE id = $1")

@@ -41,7 +41,7 @@ async fn reopening_a_file_keeps_data_and_continues_the_chain() -> anyhow::Result
     {
         let (store, s) = open(&path).await?;
         granted(&s, "a-1", &p, T0).await?;
-        s.jobs.reserve(&job("j-1", &p, Some("k-1"), None, T0)?, None).await?;
+        s.jobs.reserve(&job("j-1", &p, Some("k-1"), None, T0)?, None, Vec::new()).await?;
         s.budgets.debit("tenant-a", "run-1", BudgetKind::Calls, 4, 10).await?;
         s.audit.append((0..5).map(|i| record("tenant-a", i)).collect()).await?;
         s.decisions.record(&decision("d-1", "tenant-a", secs(1))).await?;
@@ -141,7 +141,7 @@ async fn undecodable_rows_are_corrupt() -> anyhow::Result<()> {
     let path = db_path(&dir);
     let (_store, s) = open(&path).await?;
     let p = plan("tenant-a", 3);
-    assert_eq!(s.jobs.reserve(&job("j-1", &p, None, None, T0)?, None).await?, Reserved::Reserved);
+    assert_eq!(s.jobs.reserve(&job("j-1", &p, None, None, T0)?, None, Vec::new()).await?, Reserved::Reserved);
     granted(&s, "a-1", &p, T0).await?;
     let db = raw(&path).await?;
     sqlx::query("UPDATE jobs SET status = 'exploded' WHERE id = 'j-1'").execute(&db).await?;
