@@ -375,9 +375,10 @@ async fn reserve_refusal_writes_nothing(s: Stores) -> anyhow::Result<()> {
         );
         Ok(())
     };
-    // Not granted yet, missing, of another tenant.
-    s.approvals.create_request(&request("a-pending", &p, T0)?, Vec::new()).await?;
-    check("a-pending", &p, now, Code::ApprovalRequired).await?;
+    // Not granted yet (of another plan: one pending request per plan), missing, of another tenant.
+    let p5 = plan("tenant-a", 5);
+    s.approvals.create_request(&request("a-pending", &p5, T0)?, Vec::new()).await?;
+    check("a-pending", &p5, now, Code::ApprovalRequired).await?;
     check("a-missing", &p, now, Code::ApprovalRequired).await?;
     granted(&s, "b-1", &plan("tenant-b", 3), T0).await?;
     check("b-1", &p, now, Code::ApprovalRequired).await?;
