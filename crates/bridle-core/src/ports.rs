@@ -96,6 +96,10 @@ pub trait ApprovalLedger: Send + Sync {
     /// store itself (a unique index, or one lock), never by a read before the insert; a pending
     /// request that has expired is moved out of the way first. `Duplicate` if the id exists.
     async fn create_request(&self, request: &ApprovalRequest, audit: Audit) -> StoreResult<Created>;
+    /// Stores a request an operator prepared with its own id (the desk's `request_approval`)
+    /// with its `audit` records. It never holds its plan's one pending slot: a gate call for
+    /// the plan still creates (or shares) its own. `Duplicate` if the id exists.
+    async fn create_prepared_request(&self, request: &ApprovalRequest, audit: Audit) -> StoreResult<()>;
     /// A request of `tenant` by id.
     async fn get_request(&self, tenant: &str, id: &str) -> StoreResult<Option<ApprovalRequest>>;
     /// For a call without an approval id: a granted, unconsumed, unexpired request for exactly

@@ -8,7 +8,7 @@ use bridle_core::approval::{self, ApprovalRequest, ApprovalStatus, Grant, SCOPE_
 use bridle_core::audit::{AuditRecord, Decision, EventKind, Timings};
 use bridle_core::contract::{ApprovalLevel, Mode};
 use bridle_core::plan::Plan;
-use bridle_core::ports::{Created, StoreError};
+use bridle_core::ports::StoreError;
 use bridle_core::{Code, Principal, Rejection, RunContext};
 use serde_json::Value;
 use time::OffsetDateTime;
@@ -78,15 +78,11 @@ impl Gate {
         let now = self.clock.now();
         let request = ApprovalRequest::new(id.to_owned(), plan, hash, level, now, expires_at);
         let event = self.approval_record(EventKind::ApprovalRequested, &request, &request.requester, None, None);
-        // INVARIANT: the request and its `approval_requested` event commit together; a plan
-        // with a live pending request gets that one back (nothing new, nobody notified).
-        match self.stores.approvals.create_request(&request, self.stores.evidence(vec![event])).await? {
-            Created::New => {
-                announce(self, &request);
-                Ok(request)
-            }
-            Created::Existing(existing) => Ok(*existing),
-        }
+        // INVARIANT: the request and its `approval_requested` event commit together. A prepared
+        // request keeps its chosen id and never takes the plan's one pending slot (the gate's).
+        self.stores.approvals.create_prepared_request(&request, self.stores.evidence(vec![event])).await?;
+        announce(self, &request);
+        Ok(request)
     }
 
     /// Adds `approver`'s grant to request `id` of the approver's tenant.

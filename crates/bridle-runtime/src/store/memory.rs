@@ -37,6 +37,8 @@ struct Inner {
     actions: BTreeMap<(String, String), bridle_core::history::ActionRecord>,
     /// The injectable fault: every audit append fails while set.
     fail_audit: bool,
+    /// Ids of operator-prepared requests, which never hold their plan's pending slot.
+    prepared: std::collections::HashSet<String>,
 }
 
 impl Inner {
@@ -106,6 +108,7 @@ impl ApprovalLedger for MemoryStore {
                 && r.plan_hash == request.plan_hash
                 && r.status == ApprovalStatus::Pending
                 && r.expires_at > request.created_at
+                && !inner.prepared.contains(&r.id)
         });
         if let Some(existing) = holder {
             return Ok(Created::Existing(Box::new(existing.clone())));
@@ -116,6 +119,17 @@ impl ApprovalLedger for MemoryStore {
         inner.append(audit)?;
         inner.approvals.insert(key(&request.tenant, &request.id), request.clone());
         Ok(Created::New)
+    }
+
+    async fn create_prepared_request(&self, request: &ApprovalRequest, audit: Audit) -> StoreResult<()> {
+        let mut inner = self.lock()?;
+        if inner.approvals.keys().any(|(_, id)| id == &request.id) {
+            return Err(StoreError::Duplicate(format!("approval `{}`", request.id)));
+        }
+        inner.append(audit)?;
+        inner.prepared.insert(request.id.clone());
+        inner.approvals.insert(key(&request.tenant, &request.id), request.clone());
+        Ok(())
     }
 
     async fn get_request(&self, tenant: &str, id: &str) -> StoreResult<Option<ApprovalRequest>> {

@@ -136,6 +136,42 @@ impl ApprovalLedger for SqliteStore {
         Ok(created)
     }
 
+    async fn create_prepared_request(&self, r: &ApprovalRequest, audit: Audit) -> StoreResult<()> {
+        let what = |field: &str| format!("approval `{}` {field}", r.id);
+        let mut tx = self.write_tx().await?;
+        // `lapsed` from the start: an operator-prepared request never holds its plan's slot.
+        let inserted = sqlx::query(
+            "INSERT INTO approvals (id, tenant, plan, plan_hash, requester, level, status, grants, grant_count,
+                 rejection_reason, rejected_by, created_at, expires_at, consumed_by, context, lapsed)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, 1)",
+        )
+        .bind(&r.id)
+        .bind(&r.tenant)
+        .bind(to_json(&what("plan"), &r.plan)?)
+        .bind(&r.plan_hash.0)
+        .bind(&r.requester)
+        .bind(r.level.as_str())
+        .bind(r.status.as_str())
+        .bind(to_json(&what("grants"), &r.grants)?)
+        .bind(to_i64(&what("grant count"), u64::try_from(r.grants.len()).unwrap_or(u64::MAX))?)
+        .bind(&r.rejection_reason)
+        .bind(to_nanos(&what("created_at"), r.created_at)?)
+        .bind(to_nanos(&what("expires_at"), r.expires_at)?)
+        .bind(&r.consumed_by)
+        .bind(r.context.as_ref().map(serde_json::Value::to_string))
+        .execute(&mut *tx)
+        .await;
+        match inserted {
+            Ok(_) => {
+                // INVARIANT: the request commits with its `approval_requested` event.
+                append_in(&mut tx, audit).await?;
+                tx.commit().await.map_err(db_err)
+            }
+            Err(e) if is_unique_violation(&e) => Err(StoreError::Duplicate(format!("approval `{}`", r.id))),
+            Err(e) => Err(db_err(e)),
+        }
+    }
+
     async fn get_request(&self, tenant: &str, id: &str) -> StoreResult<Option<ApprovalRequest>> {
         let mut conn = self.reader.acquire().await.map_err(db_err)?;
         fetch(&mut conn, tenant, id).await

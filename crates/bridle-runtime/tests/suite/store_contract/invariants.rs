@@ -259,3 +259,44 @@ pub(super) async fn concurrent_requests_for_one_plan_share_one_pending_request(s
     ensure!(s.approvals.create_request(&late, Vec::new()).await? == Created::New, "an expired one is moved aside");
     Ok(())
 }
+
+/// Two replicas (two pools on one PostgreSQL database) race 32 requests for one plan: one
+/// pending request, and every caller on either replica gets its id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_replicas_share_one_pending_request_per_plan() -> anyhow::Result<()> {
+    let Some(url) = crate::suite::support::postgres_url() else { return Ok(()) };
+    let admin = PgPool::connect(&url).await?;
+    let schema = format!("bridle_test_{}", uuid::Uuid::new_v4().simple());
+    sqlx::query(&format!("CREATE SCHEMA {schema}")).execute(&admin).await?;
+    let scoped = super::postgres::scoped(&url, &schema);
+    let outcome = async {
+        let a = bridle_runtime::store::PostgresStore::open_with_connections(&scoped, 4).await?;
+        let b = bridle_runtime::store::PostgresStore::open_with_connections(&scoped, 4).await?;
+        let replicas = [Stores::from_backend(Arc::new(a.clone()), "a"), Stores::from_backend(Arc::new(b.clone()), "b")];
+        let p = plan("tenant-a", 3);
+        let tasks: Vec<_> = (0..32)
+            .map(|i| {
+                let s = replicas[i % 2].clone();
+                let r = request(&format!("a-{i:02}"), &p, secs(1));
+                tokio::spawn(async move { Ok::<_, anyhow::Error>(s.approvals.create_request(&r?, Vec::new()).await?) })
+            })
+            .collect();
+        let mut ids = Vec::new();
+        let mut new = 0;
+        for t in tasks {
+            match t.await?? {
+                Created::New => new += 1,
+                Created::Existing(r) => ids.push(r.id),
+            }
+        }
+        let pending = replicas[1].approvals.list_pending("tenant-a", secs(2)).await?;
+        a.close().await;
+        b.close().await;
+        ensure!(new == 1 && pending.len() == 1, "new {new}, pending {pending:?}");
+        ensure!(ids.iter().all(|id| *id == pending[0].id), "{ids:?}");
+        Ok::<_, anyhow::Error>(())
+    }
+    .await;
+    sqlx::query(&format!("DROP SCHEMA {schema} CASCADE")).execute(&admin).await?;
+    outcome
+}

@@ -34,7 +34,7 @@ const TASKS: usize = 64;
 static MANY_POOLS: Mutex<()> = Mutex::const_new(());
 
 /// The test URL scoped to `schema` (tables are created and found there).
-fn scoped(url: &str, schema: &str) -> String {
+pub(super) fn scoped(url: &str, schema: &str) -> String {
     let sep = if url.contains('?') { '&' } else { '?' };
     format!("{url}{sep}options[search_path]={schema}")
 }
