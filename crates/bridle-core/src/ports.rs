@@ -122,8 +122,14 @@ pub trait ApprovalLedger: Send + Sync {
         audit: Audit,
     ) -> StoreResult<()>;
     /// Marks a pending request rejected with a reason; `Contention` if it is no longer pending.
-    async fn reject_request(&self, tenant: &str, id: &str, approver: &str, reason: &str, audit: Audit)
-    -> StoreResult<()>;
+    async fn reject_request(
+        &self,
+        tenant: &str,
+        id: &str,
+        approver: &str,
+        reason: &str,
+        audit: Audit,
+    ) -> StoreResult<()>;
     /// Pending, unexpired requests of a tenant, oldest first.
     async fn list_pending(&self, tenant: &str, now: OffsetDateTime) -> StoreResult<Vec<ApprovalRequest>>;
 }

@@ -145,8 +145,13 @@ impl Gate {
         let mut updated = request;
         updated.status = ApprovalStatus::Rejected;
         updated.rejection_reason = Some(reason.to_owned());
-        let event =
-            self.approval_record(EventKind::ApprovalRejected, &updated, &approver.subject, None, Some(Decision::Rejected));
+        let event = self.approval_record(
+            EventKind::ApprovalRejected,
+            &updated,
+            &approver.subject,
+            None,
+            Some(Decision::Rejected),
+        );
         // INVARIANT: the rejection and its `approval_rejected` event commit together.
         let audit = self.stores.evidence(vec![event]);
         match self.stores.approvals.reject_request(&updated.tenant, id, &approver.subject, reason, audit).await {

@@ -336,8 +336,9 @@ impl Gate {
             Some(s) => {
                 let jobs = &self.stores.jobs;
                 let now = self.clock.now();
-                let moved =
-                    jobs.transition(&s.job_id, JobStatus::Dispatched, s.to, Some(&s.outcome), now, record.clone()).await?;
+                let moved = jobs
+                    .transition(&s.job_id, JobStatus::Dispatched, s.to, Some(&s.outcome), now, record.clone())
+                    .await?;
                 if !moved {
                     // Reconciliation settled it first (its own event); the call is still audited.
                     self.stores.audit.append(record).await?;

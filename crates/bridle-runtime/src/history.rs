@@ -19,7 +19,8 @@ pub async fn rate(
     // A note is an operator's free text: stored and audited masked, like a feedback comment.
     let note = rating.note.as_deref().filter(|n| !n.is_empty()).map(crate::feedback::mask_text).transpose()?;
     let rating = &Rating { note, ..rating.clone() };
-    let event = |action: &ActionRecord| gate.stores().evidence(vec![outcome_event(gate, tenant, job_id, rating, action)]);
+    let event =
+        |action: &ActionRecord| gate.stores().evidence(vec![outcome_event(gate, tenant, job_id, rating, action)]);
     // INVARIANT: the rating commits with its `action_outcome` event, or not at all.
     gate.stores().history.rate_action(tenant, job_id, rating, &event).await
 }

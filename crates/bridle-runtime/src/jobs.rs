@@ -72,9 +72,7 @@ impl Gate {
                 // An abandoned dispatch is asked about as an unknown job; whatever it becomes
                 // (`unknown` included) is one move from `dispatched`, conditional on it still
                 // being there (its gate may have answered meanwhile).
-                JobStatus::Dispatched if abandoned => {
-                    self.ask(&job).await.unwrap_or((JobStatus::Unknown, None, None))
-                }
+                JobStatus::Dispatched if abandoned => self.ask(&job).await.unwrap_or((JobStatus::Unknown, None, None)),
                 JobStatus::Reserved if abandoned => {
                     let r = Rejection::new(
                         Code::AdapterFailed,

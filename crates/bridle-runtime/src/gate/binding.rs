@@ -52,18 +52,16 @@ pub(super) fn stored_answer(job: Job, plan_hash: &PlanHash, t: &mut Trace) -> Re
             Ok((stored.verdict, Decision::Replayed))
         }
         // Still running: not an unknown outcome, just not finished yet.
-        _ if matches!(job.status, JobStatus::Reserved | JobStatus::Dispatched) => {
-            Err(Rejection::new(
-                Code::InProgress,
-                format!(
-                    "the call with this idempotency key is still running (job `{}` is {}); retry it later for its result",
-                    job.id,
-                    job.status.as_str()
-                ),
-            )
-            .with_detail(json!({"job_id": job.id, "status": job.status.as_str()}))
-            .into())
-        }
+        _ if matches!(job.status, JobStatus::Reserved | JobStatus::Dispatched) => Err(Rejection::new(
+            Code::InProgress,
+            format!(
+                "the call with this idempotency key is still running (job `{}` is {}); retry it later for its result",
+                job.id,
+                job.status.as_str()
+            ),
+        )
+        .with_detail(json!({"job_id": job.id, "status": job.status.as_str()}))
+        .into()),
         _ => Err(Rejection::new(
             Code::OutcomeUnknown,
             format!("job `{}` is {}; its outcome must be reconciled before anything else", job.id, job.status.as_str()),

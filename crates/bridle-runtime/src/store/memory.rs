@@ -164,7 +164,8 @@ impl ApprovalLedger for MemoryStore {
         audit: Audit,
     ) -> StoreResult<()> {
         let mut inner = self.lock()?;
-        let r = inner.approvals.get(&key(tenant, id)).ok_or_else(|| StoreError::NotFound(format!("approval `{id}`")))?;
+        let r =
+            inner.approvals.get(&key(tenant, id)).ok_or_else(|| StoreError::NotFound(format!("approval `{id}`")))?;
         if r.status != ApprovalStatus::Pending || r.grants.len() != expected_grants {
             return Err(StoreError::Contention(format!("approval `{id}`")));
         }
@@ -189,7 +190,8 @@ impl ApprovalLedger for MemoryStore {
         audit: Audit,
     ) -> StoreResult<()> {
         let mut inner = self.lock()?;
-        let r = inner.approvals.get(&key(tenant, id)).ok_or_else(|| StoreError::NotFound(format!("approval `{id}`")))?;
+        let r =
+            inner.approvals.get(&key(tenant, id)).ok_or_else(|| StoreError::NotFound(format!("approval `{id}`")))?;
         if r.status != ApprovalStatus::Pending {
             return Err(StoreError::Contention(format!("approval `{id}`")));
         }

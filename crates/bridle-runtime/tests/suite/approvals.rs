@@ -202,7 +202,9 @@ async fn a_job_abandoned_by_a_dead_process_is_reconciled_after_its_grace() {
     // As if the process died between dispatch and answer: the job is back to `dispatched`.
     let jobs = &h.gate.stores().jobs;
     let now = h.clock_now();
-    assert!(jobs.transition(&job_id, JobStatus::Succeeded, JobStatus::Dispatched, None, now, Vec::new()).await.unwrap());
+    assert!(
+        jobs.transition(&job_id, JobStatus::Succeeded, JobStatus::Dispatched, None, now, Vec::new()).await.unwrap()
+    );
     assert!(h.gate.reconcile().await.unwrap().is_empty(), "within its tool's timeout + grace: in flight");
     // scale_replicas times out after 5 s; the default grace is 60 s.
     h.clock.set(now + time::Duration::seconds(64));

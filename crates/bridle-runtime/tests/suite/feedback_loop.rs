@@ -93,9 +93,7 @@ async fn fixture() -> (Stores, Arc<Recorder>, Vec<Arc<dyn LoopHook>>) {
     let hooks: Vec<Arc<dyn LoopHook>> = vec![recorder.clone()];
     for i in 0..20 {
         let input = FeedbackInput { rating: Some(if i < 8 { 1 } else { 5 }), ..FeedbackInput::default() };
-        collect(&stores, &hooks, "fab-1", &format!("d-{i:03}"), "operator-2", input, T0)
-            .await
-            .unwrap();
+        collect(&stores, &hooks, "fab-1", &format!("d-{i:03}"), "operator-2", input, T0).await.unwrap();
     }
     (stores, recorder, hooks)
 }

@@ -18,11 +18,12 @@ mod sqlite;
 
 use actions::{auto_window_slides_per_tenant_and_resource, concurrent_auto_admissions_never_pass_the_limit};
 use feedback::{feedback_rates_decisions_of_its_own_tenant, models_move_stage_by_compare_and_set};
-use governance::{action_history_rates_in_place_and_filters, kill_switches_cover_their_scope_until_lifted};
 use gate_level::{
-    keyed_retries_during_and_after_a_job_get_in_progress_then_the_result, racing_keyed_calls_never_get_approval_replayed,
+    keyed_retries_during_and_after_a_job_get_in_progress_then_the_result,
+    racing_keyed_calls_never_get_approval_replayed,
     thirty_two_identical_calls_share_one_pending_request_and_one_webhook,
 };
+use governance::{action_history_rates_in_place_and_filters, kill_switches_cover_their_scope_until_lifted};
 use invariants::concurrent_requests_for_one_plan_share_one_pending_request;
 
 use std::collections::BTreeMap;
@@ -401,7 +402,9 @@ async fn job_transitions_only_from_expected_state(s: Stores) -> anyhow::Result<(
     let p = plan("tenant-a", 3);
     s.jobs.reserve(&job("j-1", &p, None, None, T0)?, None, Vec::new()).await?;
     let sent = json!({"sent": true});
-    assert!(s.jobs.transition("j-1", JobStatus::Reserved, JobStatus::Dispatched, Some(&sent), secs(1), Vec::new()).await?);
+    assert!(
+        s.jobs.transition("j-1", JobStatus::Reserved, JobStatus::Dispatched, Some(&sent), secs(1), Vec::new()).await?
+    );
     assert!(!s.jobs.transition("j-1", JobStatus::Reserved, JobStatus::Dispatched, None, secs(2), Vec::new()).await?);
     assert!(!s.jobs.transition("j-1", JobStatus::Succeeded, JobStatus::Failed, None, secs(2), Vec::new()).await?);
     assert!(!s.jobs.transition("j-9", JobStatus::Reserved, JobStatus::Dispatched, None, secs(2), Vec::new()).await?);
@@ -410,12 +413,18 @@ async fn job_transitions_only_from_expected_state(s: Stores) -> anyhow::Result<(
     let j = s.jobs.get_job("j-1").await?.context("stored")?;
     assert_eq!((j.status, j.outcome, j.updated_at, j.created_at), (JobStatus::Unknown, Some(sent), secs(3), T0));
     let done = json!({"replicas": 3, "note": null, "list": [1, 2.5, "x"]});
-    assert!(s.jobs.transition("j-1", JobStatus::Unknown, JobStatus::Succeeded, Some(&done), secs(4), Vec::new()).await?);
+    assert!(
+        s.jobs.transition("j-1", JobStatus::Unknown, JobStatus::Succeeded, Some(&done), secs(4), Vec::new()).await?
+    );
     let j = s.jobs.get_job("j-1").await?.context("stored")?;
     assert_eq!((j.status, j.outcome, j.updated_at), (JobStatus::Succeeded, Some(done), secs(4)));
     // A JSON null outcome is stored as such.
     s.jobs.reserve(&job("j-2", &p, None, None, T0)?, None, Vec::new()).await?;
-    assert!(s.jobs.transition("j-2", JobStatus::Reserved, JobStatus::Failed, Some(&json!(null)), secs(5), Vec::new()).await?);
+    assert!(
+        s.jobs
+            .transition("j-2", JobStatus::Reserved, JobStatus::Failed, Some(&json!(null)), secs(5), Vec::new())
+            .await?
+    );
     assert_eq!(s.jobs.get_job("j-2").await?.context("stored")?.outcome, Some(json!(null)));
     assert_eq!(s.jobs.get_job("j-9").await?, None);
     Ok(())

@@ -118,7 +118,8 @@ pub async fn add(
         },
     };
     let now = time::OffsetDateTime::now_utc();
-    let stored = collect(state.gate.stores(), &state.loop_hooks, &caller.0.tenant, &id, &caller.0.subject, input, now).await;
+    let stored =
+        collect(state.gate.stores(), &state.loop_hooks, &caller.0.tenant, &id, &caller.0.subject, input, now).await;
     match stored {
         Ok((feedback, _)) => {
             let feedback = serde_json::to_value(&feedback).map_err(|e| ApiError::internal(&e))?;

@@ -10,8 +10,8 @@ use async_trait::async_trait;
 use bridle_core::approval::{ApprovalRequest, Grant};
 use bridle_core::plan::PlanHash;
 use bridle_core::ports::{ApprovalLedger, Audit, Created, StoreError, StoreResult};
-use sqlx::{PgConnection, Postgres, Transaction};
 use sqlx::postgres::PgRow;
+use sqlx::{PgConnection, Postgres, Transaction};
 use time::OffsetDateTime;
 
 use super::audit::append_in;
@@ -193,7 +193,9 @@ impl ApprovalLedger for PostgresStore {
                 append_in(&mut tx, audit).await?;
                 tx.commit().await.map_err(db_err)
             }
-            Err(e) if super::violates(&e, "approvals_pkey") => Err(StoreError::Duplicate(format!("approval `{}`", r.id))),
+            Err(e) if super::violates(&e, "approvals_pkey") => {
+                Err(StoreError::Duplicate(format!("approval `{}`", r.id)))
+            }
             Err(e) => Err(db_err(e)),
         }
     }
@@ -256,7 +258,14 @@ impl ApprovalLedger for PostgresStore {
         finish(self, tx, done.rows_affected() == 1, audit, tenant, id).await
     }
 
-    async fn reject_request(&self, tenant: &str, id: &str, approver: &str, reason: &str, audit: Audit) -> StoreResult<()> {
+    async fn reject_request(
+        &self,
+        tenant: &str,
+        id: &str,
+        approver: &str,
+        reason: &str,
+        audit: Audit,
+    ) -> StoreResult<()> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         let done = sqlx::query(
             "UPDATE approvals SET status = 'rejected', rejection_reason = $1, rejected_by = $2

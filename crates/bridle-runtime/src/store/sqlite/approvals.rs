@@ -8,8 +8,8 @@ use async_trait::async_trait;
 use bridle_core::approval::{ApprovalRequest, Grant};
 use bridle_core::plan::PlanHash;
 use bridle_core::ports::{ApprovalLedger, Audit, Created, StoreError, StoreResult};
-use sqlx::{Sqlite, SqliteConnection, Transaction};
 use sqlx::sqlite::SqliteRow;
+use sqlx::{Sqlite, SqliteConnection, Transaction};
 use time::OffsetDateTime;
 
 use super::audit::append_in;
@@ -114,7 +114,11 @@ async fn create_in(tx: &mut Transaction<'static, Sqlite>, r: &ApprovalRequest) -
 }
 
 /// The pending request holding a plan's one pending slot, if any.
-async fn holder(conn: &mut SqliteConnection, tenant: &str, plan_hash: &PlanHash) -> StoreResult<Option<ApprovalRequest>> {
+async fn holder(
+    conn: &mut SqliteConnection,
+    tenant: &str,
+    plan_hash: &PlanHash,
+) -> StoreResult<Option<ApprovalRequest>> {
     let sql = format!(
         "SELECT {COLUMNS} FROM approvals WHERE tenant = ? AND plan_hash = ? AND status = 'pending' AND lapsed = 0"
     );
@@ -230,7 +234,14 @@ impl ApprovalLedger for SqliteStore {
         finish(conn, done.rows_affected() == 1, audit, tenant, id).await
     }
 
-    async fn reject_request(&self, tenant: &str, id: &str, approver: &str, reason: &str, audit: Audit) -> StoreResult<()> {
+    async fn reject_request(
+        &self,
+        tenant: &str,
+        id: &str,
+        approver: &str,
+        reason: &str,
+        audit: Audit,
+    ) -> StoreResult<()> {
         let mut conn = self.write_tx().await?;
         let done = sqlx::query(
             "UPDATE approvals SET status = 'rejected', rejection_reason = ?, rejected_by = ?

@@ -148,27 +148,40 @@ async fn a_failed_audit_append_rolls_back_every_state_change(s: Stores, breaker:
         Ok(())
     };
     // Approval requested.
-    let created = s.approvals.create_request(&request("a-new", &p3, secs(2))?, event(EventKind::ApprovalRequested, t)).await;
+    let created =
+        s.approvals.create_request(&request("a-new", &p3, secs(2))?, event(EventKind::ApprovalRequested, t)).await;
     failed("create_request", &created, created.is_err())?;
     ensure!(s.approvals.get_request(t, "a-new").await?.is_none(), "the request was stored without its event");
     // Granted, rejected.
     let grant = bridle_core::approval::Grant { approver: "operator-2".into(), sign_off: false, at: secs(2) };
     let added = s.approvals.add_grant(t, "a-pending", 0, &grant, true, event(EventKind::ApprovalGranted, t)).await;
     failed("add_grant", &added, added.is_err())?;
-    let rejected = s.approvals.reject_request(t, "a-pending", "operator-2", "no", event(EventKind::ApprovalRejected, t)).await;
+    let rejected =
+        s.approvals.reject_request(t, "a-pending", "operator-2", "no", event(EventKind::ApprovalRejected, t)).await;
     failed("reject_request", &rejected, rejected.is_err())?;
     let pending = s.approvals.get_request(t, "a-pending").await?.context("stored")?;
     ensure!(pending.status == ApprovalStatus::Pending && pending.grants.is_empty(), "{pending:?}");
     // Consumed with a job reserved (and dispatched).
     let mut j2 = job("j-2", &p, Some("k-2"), Some("a-granted"), secs(3))?;
     j2.status = JobStatus::Dispatched;
-    let reserved = s.jobs.reserve(&j2, Some(&consume("a-granted", &p, secs(3))?), event(EventKind::JobDispatched, t)).await;
+    let reserved =
+        s.jobs.reserve(&j2, Some(&consume("a-granted", &p, secs(3))?), event(EventKind::JobDispatched, t)).await;
     failed("reserve", &reserved, reserved.is_err())?;
     ensure!(s.jobs.get_job("j-2").await?.is_none(), "the job was stored without its event");
     ensure!(s.jobs.find_by_key(t, "requester-1", "k-2").await?.is_none(), "the key was claimed");
     ensure!(s.approvals.get_request(t, "a-granted").await? == Some(g), "the approval was consumed");
     // Settled.
-    let moved = s.jobs.transition("j-1", JobStatus::Dispatched, JobStatus::Succeeded, Some(&json!({"ok": 1})), secs(4), event(EventKind::ToolCall, t)).await;
+    let moved = s
+        .jobs
+        .transition(
+            "j-1",
+            JobStatus::Dispatched,
+            JobStatus::Succeeded,
+            Some(&json!({"ok": 1})),
+            secs(4),
+            event(EventKind::ToolCall, t),
+        )
+        .await;
     failed("transition", &moved, moved.is_err())?;
     let j1 = s.jobs.get_job("j-1").await?.context("stored")?;
     ensure!(j1.status == JobStatus::Dispatched && j1.outcome.is_none(), "{j1:?}");
