@@ -118,6 +118,7 @@ contract!(
     action_history_rates_in_place_and_filters,
 );
 
+mod bounds;
 mod evidence;
 
 // ---- fixtures ----
