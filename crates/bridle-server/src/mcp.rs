@@ -154,8 +154,8 @@ fn meta_string(
 }
 
 /// The bounds of `bridle_core::bounds` at the MCP edge (HTTP and stdio alike), before anything
-/// is stored: `_meta` run id and incident are ids, the agent an agent id, no NUL in the tool
-/// name or any argument string or key. The gate checks the same again at its entry.
+/// is stored: `_meta` run id and incident are ids, the agent an agent id, no NUL in any argument
+/// string or key. The gate checks the same again at its entry.
 fn check_bounds(run: &RunContext, request: &CallRequest) -> Result<(), bridle_core::bounds::BoundError> {
     use bridle_core::bounds;
     bounds::check_id(RUN_ID_META, &run.run_id)?;
@@ -163,7 +163,6 @@ fn check_bounds(run: &RunContext, request: &CallRequest) -> Result<(), bridle_co
     if let Some(agent) = &request.agent {
         bounds::check_agent(AGENT_META, agent)?;
     }
-    bounds::check_text("name", &request.tool, bounds::ID_MAX)?;
     bounds::check_json("arguments", &request.arguments)
 }
 

@@ -138,9 +138,6 @@ fn check_bounds(body: &CallBody) -> Result<(), BoundError> {
     if let Some(agent) = &body.agent {
         bounds::check_agent("agent", agent)?;
     }
-    if let Some(tool) = &body.tool {
-        bounds::check_text("tool", tool, bounds::ID_MAX)?;
-    }
     if let Some(arguments) = &body.arguments {
         bounds::check_object("arguments", arguments)?;
     }
