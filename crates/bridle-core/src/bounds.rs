@@ -127,7 +127,13 @@ fn is_reason_char(c: char) -> bool {
     !c.is_control() || matches!(c, '\t' | '\n' | '\r')
 }
 
-fn check_chars(field: &str, value: &str, max: usize, ok: fn(char) -> bool, allowed: &'static str) -> Result<(), BoundError> {
+fn check_chars(
+    field: &str,
+    value: &str,
+    max: usize,
+    ok: fn(char) -> bool,
+    allowed: &'static str,
+) -> Result<(), BoundError> {
     let mut len = 0usize;
     let mut bad = None;
     for c in value.chars() {
@@ -386,7 +392,10 @@ mod tests {
     fn a_kill_reason_is_always_storable() {
         assert_eq!(storable_reason(""), NO_REASON);
         assert_eq!(storable_reason("bad\0deploy"), "bad\u{fffd}deploy");
-        assert!(check_reason("reason", &storable_reason(&"x".repeat(5000))).is_err_and(|e| matches!(e, BoundError::TooLong { .. })));
+        assert!(
+            check_reason("reason", &storable_reason(&"x".repeat(5000)))
+                .is_err_and(|e| matches!(e, BoundError::TooLong { .. }))
+        );
         assert_eq!(storable_reason(&"x".repeat(5000)).chars().count(), REASON_MAX + 1);
     }
 

@@ -4,9 +4,9 @@
 //! The rules (who may grant, what a level needs) are `bridle_core::approval`'s; this module
 //! loads, checks, stores and audits.
 
-use bridle_core::bounds;
 use bridle_core::approval::{self, ApprovalRequest, ApprovalStatus, Grant, SCOPE_SIGN_OFF};
 use bridle_core::audit::{AuditRecord, Decision, EventKind, Timings};
+use bridle_core::bounds;
 use bridle_core::contract::{ApprovalLevel, Mode};
 use bridle_core::plan::Plan;
 use bridle_core::ports::StoreError;

@@ -300,8 +300,7 @@ impl Gate {
     ) -> Result<CallOutcome, GateError> {
         let versions = self.versions(req.agent.as_deref());
         let mut t = Trace::start(self.clock.now(), &req.tool, versions);
-        let span =
-            tracing::info_span!("gate_call", call_id = %t.call_id, tool = %t.tool, subject = %bounded(&principal.subject));
+        let span = tracing::info_span!("gate_call", call_id = %t.call_id, tool = %t.tool, subject = %bounded(&principal.subject));
         let decided = self.decide(principal, run, req, &mut t).instrument(span.clone()).await;
         let (verdict, decision) = match decided {
             Ok(v) => v,

@@ -141,5 +141,9 @@ fn bridle_kill_needs_no_reason_and_refuses_an_over_long_or_nul_reason_leaving_th
     // An emergency stop: no reason at all.
     let out = bridle(&["kill", "--tenant", "tenant-a", "--db", &db], dir.path());
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).contains("kill switch set for tenant `tenant-a`: no reason given"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("kill switch set for tenant `tenant-a`: no reason given"),
+        "{}",
+        text(&out.stdout)
+    );
 }

@@ -27,7 +27,8 @@ async fn app_on(store: &str) -> (Router, bridle_runtime::gate::Gate) {
 const STORES: [&str; 2] = ["memory", "sqlite::memory:"];
 
 fn scale(extra: Value) -> Value {
-    let mut body = json!({"tool": "scale_replicas", "arguments": {"service": "checkout", "replicas": 3, "resource_version": 7}});
+    let mut body =
+        json!({"tool": "scale_replicas", "arguments": {"service": "checkout", "replicas": 3, "resource_version": 7}});
     if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
         b.extend(e.clone());
     }
@@ -76,7 +77,8 @@ async fn nul_in_each_stored_field_is_refused_with_bad_request_over_http() {
             assert_eq!((status, code(&answer)), (StatusCode::BAD_REQUEST, "bad_request"), "{store} {extra}: {answer}");
         }
         // A raw answer holding a NUL argument: the gate refuses that call (audited, bounded).
-        let answer = json!({"answer": "{\"tool\": \"get_service_snapshot\", \"arguments\": {\"service\": \"a\\u0000b\"}}"});
+        let answer =
+            json!({"answer": "{\"tool\": \"get_service_snapshot\", \"arguments\": {\"service\": \"a\\u0000b\"}}"});
         let (status, out) = post(&app, "/v1/calls", Some(&requester), &answer).await;
         assert_eq!(status, StatusCode::OK);
         assert_eq!(out["calls"][0]["rejection"]["code"], "bad_request", "{out}");
@@ -87,8 +89,7 @@ async fn nul_in_each_stored_field_is_refused_with_bad_request_over_http() {
         let (status, answer) =
             post(&app, &format!("/v1/approvals/{id}/reject"), Some(&op), &json!({"reason": "no\u{0}pe"})).await;
         assert_eq!((status, code(&answer)), (StatusCode::BAD_REQUEST, "bad_request"), "{answer}");
-        let (status, answer) =
-            post(&app, "/v1/approvals/a%00b/reject", Some(&op), &json!({"reason": "nope"})).await;
+        let (status, answer) = post(&app, "/v1/approvals/a%00b/reject", Some(&op), &json!({"reason": "nope"})).await;
         assert_eq!((status, code(&answer)), (StatusCode::BAD_REQUEST, "bad_request"), "{answer}");
         let (status, answer) = get(&app, "/v1/approvals/a%00b", Some(&op)).await;
         assert_eq!((status, code(&answer)), (StatusCode::BAD_REQUEST, "bad_request"), "{answer}");

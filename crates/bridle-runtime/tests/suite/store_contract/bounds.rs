@@ -149,7 +149,11 @@ async fn a_kill_switch_set_with_a_nul_reason_is_set(s: Stores) -> anyhow::Result
     ensure!(on.reason == "bad\u{fffd}deploy", "{:?}", on.reason);
     let out = h
         .gate
-        .call(&h.who("requester-1"), &RunContext::new("run-1", ""), &CallRequest::new("get_service_snapshot", json!({"service": "checkout"})))
+        .call(
+            &h.who("requester-1"),
+            &RunContext::new("run-1", ""),
+            &CallRequest::new("get_service_snapshot", json!({"service": "checkout"})),
+        )
         .await?;
     ensure!(refused(&out)?.0 == Code::Killed);
     // An empty reason is an emergency stop too.
