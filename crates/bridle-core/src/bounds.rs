@@ -327,6 +327,7 @@ pub fn bound_record(record: &mut AuditRecord) {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
 

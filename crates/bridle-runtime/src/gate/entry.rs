@@ -57,6 +57,7 @@ fn check(principal: &Principal, run: &RunContext, req: &CallRequest) -> Result<(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
     use bridle_core::Code;

@@ -93,7 +93,7 @@ async fn nul_in_each_stored_field_is_refused_with_bad_request_and_audited(s: Sto
     let ok = RunContext::new("run-101", "inc-42");
     let call = || CallRequest::new("scale_replicas", change(3));
     let cases: Vec<(&str, RunContext, CallRequest)> = vec![
-        ("run_id", RunContext::new("run\0101", "inc-42"), call()),
+        ("run_id", RunContext::new("run\u{0}-101", "inc-42"), call()),
         ("incident", RunContext::new("run-101", "inc\u{0}42"), call()),
         ("idempotency_key", ok.clone(), call().with_key("k\u{0}1")),
         ("agent", ok.clone(), call().for_agent("incident\u{0}responder")),
