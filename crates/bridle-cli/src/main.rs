@@ -217,8 +217,9 @@ enum Command {
         /// One registered agent (in every tenant, or in `--tenant`).
         #[arg(long)]
         agent: Option<String>,
-        /// Why (recorded with the switch and in the audit log).
-        #[arg(long)]
+        /// Why (recorded with the switch and in the audit log): at most 2,000 characters, no
+        /// NUL or other control character. Optional: an emergency stop needs no reason.
+        #[arg(long, default_value = "")]
         reason: String,
         /// Who sets it (recorded; default: `cli`).
         #[arg(long, default_value = "cli")]

@@ -7,6 +7,7 @@ pub mod agents;
 pub mod answer;
 pub mod approval;
 pub mod audit;
+pub mod bounds;
 pub mod budget;
 pub mod checkpoint;
 pub mod code;

@@ -6,6 +6,7 @@
 
 use bridle_core::approval::{self, ApprovalRequest, ApprovalStatus, Grant, SCOPE_SIGN_OFF};
 use bridle_core::audit::{AuditRecord, Decision, EventKind, Timings};
+use bridle_core::bounds;
 use bridle_core::contract::{ApprovalLevel, Mode};
 use bridle_core::plan::Plan;
 use bridle_core::ports::StoreError;
@@ -15,6 +16,12 @@ use time::OffsetDateTime;
 
 use crate::gate::state_rules::{ReadFailure, read_state};
 use crate::gate::{Gate, GateError};
+
+/// An approval id the desk looks up: bounded like every id (`bad_request` otherwise), so an
+/// unstorable id never reaches a store query or the audit record of a miss.
+fn bounded_id(id: &str) -> Result<(), ApprovalError> {
+    bounds::check_id("approval_id", id).map_err(|e| ApprovalError::Refused(e.rejection()))
+}
 
 /// Most times a grant is retried after losing an optimistic race.
 const GRANT_RETRIES: usize = 8;
@@ -62,6 +69,13 @@ impl Gate {
         draft: &ApprovalDraft<'_>,
     ) -> Result<ApprovalRequest, ApprovalError> {
         let ApprovalDraft { id, tool, arguments, level, expires_at } = *draft;
+        let bounded = bounded_id(id).and_then(|()| {
+            bounds::check_id("run_id", &run.run_id)
+                .and_then(|()| bounds::check_id("incident", &run.incident))
+                .and_then(|()| bounds::check_json("arguments", arguments))
+                .map_err(|e| ApprovalError::Refused(e.rejection()))
+        });
+        bounded?;
         let contract = self.config.registry.get(tool).ok_or_else(|| {
             ApprovalError::Refused(Rejection::new(Code::UnknownTool, format!("no tool `{tool}` is registered")))
         })?;
@@ -87,6 +101,7 @@ impl Gate {
 
     /// Adds `approver`'s grant to request `id` of the approver's tenant.
     pub async fn grant(&self, approver: &Principal, id: &str) -> Result<ApprovalRequest, ApprovalError> {
+        bounded_id(id)?;
         for _ in 0..GRANT_RETRIES {
             let request = self.load_request(approver, id, EventKind::ApprovalGranted).await?;
             let now = self.clock.now();
@@ -135,7 +150,11 @@ impl Gate {
     }
 
     /// Rejects pending request `id` with a reason.
+    /// A reason breaking `bridle_core::bounds::check_reason` (over 2,000 characters, a NUL or
+    /// another control character) is refused with `bad_request` and the request stays pending.
     pub async fn reject(&self, approver: &Principal, id: &str, reason: &str) -> Result<ApprovalRequest, ApprovalError> {
+        bounded_id(id)?;
+        bounds::check_reason("reason", reason).map_err(|e| ApprovalError::Refused(e.rejection()))?;
         let request = self.load_request(approver, id, EventKind::ApprovalRejected).await?;
         let service = service_of(self, &request);
         // Rejecting needs the same standing as granting, except that expiry does not matter.

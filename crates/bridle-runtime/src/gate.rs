@@ -7,6 +7,7 @@
 
 mod auto_limit;
 mod binding;
+mod entry;
 mod execute;
 mod history;
 pub(crate) mod output;
@@ -300,8 +301,7 @@ impl Gate {
     ) -> Result<CallOutcome, GateError> {
         let versions = self.versions(req.agent.as_deref());
         let mut t = Trace::start(self.clock.now(), &req.tool, versions);
-        let span =
-            tracing::info_span!("gate_call", call_id = %t.call_id, tool = %req.tool, subject = %principal.subject);
+        let span = tracing::info_span!("gate_call", call_id = %t.call_id, tool = %t.tool, subject = %bounded(&principal.subject));
         let decided = self.decide(principal, run, req, &mut t).instrument(span.clone()).await;
         let (verdict, decision) = match decided {
             Ok(v) => v,
@@ -358,6 +358,9 @@ impl Gate {
         req: &CallRequest,
         t: &mut Trace,
     ) -> Result<(Verdict, Decision), Stop> {
+        // entry: bounded, storable ids, keys and argument text (`bridle_core::bounds`)
+        let admitted = entry::admit(principal, run, req)?;
+        let req = &*admitted;
         // 2. run state
         run_state::check(self, principal, run, req, t.now).await?;
         // 3. contract
@@ -491,6 +494,11 @@ fn policy_message(principal: &Principal, tool: &ToolContract, deciding: &[String
     } else {
         format!("`{}` may not call `{}` here: denied by {}", principal.subject, tool.name, deciding.join(", "))
     }
+}
+
+/// A caller's string as a log field: clipped, so a refused megabyte never floods the logs.
+fn bounded(text: &str) -> String {
+    bridle_core::verdict::clip(text, bridle_core::bounds::ID_MAX)
 }
 
 pub(crate) fn elapsed_us(since: std::time::Instant) -> u64 {

@@ -125,7 +125,8 @@ impl LiveRuns {
     }
 }
 
-/// Sets the switch of `scope` (by `who`, because `reason`), audits it, asks the runs of `live`
+/// Sets the switch of `scope` (by `who`, because `reason`: a blank one is kept as `no reason
+/// given`, an unstorable one made storable by `bridle_core::bounds::storable_reason`), audits it, asks the runs of `live`
 /// in scope to stop and lists the unfinished work.
 pub async fn set(
     gate: &Gate,
@@ -135,7 +136,9 @@ pub async fn set(
     scope: KillScope,
     reason: &str,
 ) -> Result<KillReport, StoreError> {
-    let switch = KillSwitch { scope, reason: reason.to_owned(), set_by: who.to_owned(), set_at: gate.clock.now() };
+    // INVARIANT: a switch is set whatever its reason: an unstorable one is made storable.
+    let reason = bridle_core::bounds::storable_reason(reason);
+    let switch = KillSwitch { scope, reason, set_by: who.to_owned(), set_at: gate.clock.now() };
     // INVARIANT: the switch is set with its `kill_switch_set` events, in one transaction.
     let events = records(gate, EventKind::KillSwitchSet, &switch, who).await?;
     let changed = gate.stores().kills.set_kill(&switch, events).await?;
@@ -150,7 +153,8 @@ pub async fn set(
 /// Lifts the switch of exactly `scope` (by `who`) and audits it; `changed` is false when no
 /// such switch was on (nothing is audited then).
 pub async fn lift(gate: &Gate, who: &str, scope: KillScope, reason: &str) -> Result<KillReport, StoreError> {
-    let switch = KillSwitch { scope, reason: reason.to_owned(), set_by: who.to_owned(), set_at: gate.clock.now() };
+    let reason = bridle_core::bounds::storable_reason(reason);
+    let switch = KillSwitch { scope, reason, set_by: who.to_owned(), set_at: gate.clock.now() };
     // INVARIANT: lifted with its `kill_switch_lifted` events (appended only if one was on).
     let events = records(gate, EventKind::KillSwitchLifted, &switch, who).await?;
     let lifted = gate.stores().kills.lift_kill(&switch.scope, events).await?;

@@ -133,13 +133,22 @@ impl Claims {
         if self.sub.trim().is_empty() || self.tenant.trim().is_empty() {
             return Err(AuthError::Invalid("`sub` and `tenant` must not be empty".to_owned()));
         }
-        Ok(Principal {
+        let principal = Principal {
             subject: self.sub,
             tenant: self.tenant,
             services: self.services.into_iter().collect(),
             scopes: self.scopes.into_iter().collect(),
-        })
+        };
+        bounded_claims(&principal)?;
+        Ok(principal)
     }
+}
+
+/// The claims within `bridle_core::bounds::check_principal` (`sub` ≤ 256 characters, `tenant` an
+/// id ≤ 64, at most 256 `services` and `scopes` of ≤ 128 characters, no NUL or control
+/// character), else the token is refused: an identity that no store can keep never gets in.
+fn bounded_claims(principal: &Principal) -> Result<(), AuthError> {
+    bridle_core::bounds::check_principal(principal).map_err(|e| AuthError::Invalid(format!("claim {e}")))
 }
 
 /// One verification key and the algorithm it accepts.
@@ -223,6 +232,13 @@ pub fn issue_hs256(secret: &[u8], issuer: &str, audience: &str, request: &TokenR
     if request.subject.trim().is_empty() || request.tenant.trim().is_empty() {
         return Err(AuthError::Config("subject and tenant must not be empty".to_owned()));
     }
+    let principal = Principal {
+        subject: request.subject.clone(),
+        tenant: request.tenant.clone(),
+        services: request.services.iter().cloned().collect(),
+        scopes: request.scopes.iter().cloned().collect(),
+    };
+    bridle_core::bounds::check_principal(&principal).map_err(|e| AuthError::Config(e.to_string()))?;
     let now = u64::try_from(time::OffsetDateTime::now_utc().unix_timestamp()).unwrap_or(0);
     let claims = Claims {
         sub: request.subject.clone(),

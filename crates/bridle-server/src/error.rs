@@ -55,12 +55,13 @@ impl ApiError {
     }
 
     /// A refusal of the approvals desk: `approver_denied` is 403, `not_found` (no such id in the
-    /// caller's tenant) 404, other refusals (expired, no longer pending) are 409; the rejection's
+    /// caller's tenant) 404, `bad_request` (an id or reason out of bounds) 400, other refusals (expired, no longer pending) are 409; the rejection's
     /// own code is kept.
     pub fn refused(rejection: &Rejection) -> Self {
         let status = match rejection.code {
             Code::ApproverDenied => StatusCode::FORBIDDEN,
             Code::NotFound => StatusCode::NOT_FOUND,
+            Code::BadRequest => StatusCode::BAD_REQUEST,
             _ => StatusCode::CONFLICT,
         };
         Self::new(status, rejection.code, rejection.message.clone())

@@ -153,6 +153,19 @@ fn meta_string(
     }
 }
 
+/// The bounds of `bridle_core::bounds` at the MCP edge (HTTP and stdio alike), before anything
+/// is stored: `_meta` run id and incident are ids, the agent an agent id, no NUL in any argument
+/// string or key. The gate checks the same again at its entry.
+fn check_bounds(run: &RunContext, request: &CallRequest) -> Result<(), bridle_core::bounds::BoundError> {
+    use bridle_core::bounds;
+    bounds::check_id(RUN_ID_META, &run.run_id)?;
+    bounds::check_id(INCIDENT_META, &run.incident)?;
+    if let Some(agent) = &request.agent {
+        bounds::check_agent(AGENT_META, agent)?;
+    }
+    bounds::check_json("arguments", &request.arguments)
+}
+
 impl ServerHandler for BridleMcp {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
@@ -201,6 +214,9 @@ impl ServerHandler for BridleMcp {
             agent,
             ..CallRequest::default()
         };
+        if let Err(e) = check_bounds(&run, &request) {
+            return Ok(result::refusal(&e.rejection()).into());
+        }
         // On a task of its own: a client that hangs up never cuts a gate call half-way.
         let gate = self.gate.clone();
         let outcome = tokio::spawn(async move { gate.call(&principal, &run, &request).await })

@@ -6,6 +6,7 @@ mod suite {
     mod actions;
     mod approvals;
     mod auth;
+    mod bounds;
     mod console;
     mod fab_runs;
     mod feedback;

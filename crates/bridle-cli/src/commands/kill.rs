@@ -37,9 +37,7 @@ pub async fn run(args: &Args<'_>) -> anyhow::Result<ExitCode> {
         (true, _, _) => bail!("--all covers everything: give it alone"),
         (false, tenant, agent) => KillScope { tenant: tenant.map(str::to_owned), agent: agent.map(str::to_owned) },
     };
-    if args.reason.trim().is_empty() {
-        bail!("--reason must not be empty");
-    }
+    check_bounds(args, &scope)?;
     let config = Arc::new(super::config(args.config)?);
     let url = args.db.or(config.store_url.as_deref()).unwrap_or("sqlite://bridle-data/bridle.db").to_owned();
     let stores = super::stores(&config, Some(&url)).await?;
@@ -58,6 +56,23 @@ pub async fn run(args: &Args<'_>) -> anyhow::Result<ExitCode> {
     };
     print(&report, args.lift, args.json)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The bounds of `bridle_core::bounds` before the store is opened: a reason that breaks them is
+/// refused (the switch is unchanged); none at all is fine (`no reason given`).
+fn check_bounds(args: &Args<'_>, scope: &KillScope) -> anyhow::Result<()> {
+    use bridle_core::bounds;
+    let flag = |e: bounds::BoundError| anyhow::anyhow!("--{}: {e}", e.field());
+    bounds::check_reason("reason", args.reason).map_err(flag)?;
+    bounds::check_text("by", args.by, bounds::SUBJECT_MAX).map_err(flag)?;
+    bounds::require("by", args.by).map_err(flag)?;
+    if let Some(tenant) = &scope.tenant {
+        bounds::check_id("tenant", tenant).map_err(flag)?;
+    }
+    if let Some(agent) = &scope.agent {
+        bounds::check_agent("agent", agent).map_err(flag)?;
+    }
+    Ok(())
 }
 
 fn print(report: &KillReport, lift: bool, as_json: bool) -> anyhow::Result<()> {

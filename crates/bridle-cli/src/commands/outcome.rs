@@ -27,6 +27,14 @@ pub struct Args<'a> {
 }
 
 pub async fn run(args: &Args<'_>) -> anyhow::Result<ExitCode> {
+    use bridle_core::bounds;
+    let flag = |e: bounds::BoundError| anyhow::anyhow!("--{}: {e}", e.field());
+    bounds::check_id("tenant", args.tenant).map_err(flag)?;
+    bounds::check_id("job", args.job).map_err(flag)?;
+    bounds::check_text("by", args.by, bounds::SUBJECT_MAX).map_err(flag)?;
+    if let Some(note) = args.note {
+        bounds::check_reason("note", note).map_err(flag)?;
+    }
     let config = Arc::new(super::config(args.config)?);
     let stores = super::stores(&config, args.db).await?;
     let adapter = Arc::new(bridle_runtime::adapter::MemoryAdapter::from_config(&config));

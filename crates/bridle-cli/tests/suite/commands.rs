@@ -123,3 +123,27 @@ fn kill_sets_and_lifts_a_switch_and_lists_unfinished_work() {
     assert_eq!(export.matches("\"kind\":\"kill_switch_set\"").count(), 1, "{export}");
     assert_eq!(export.matches("\"kind\":\"kill_switch_lifted\"").count(), 1, "{export}");
 }
+
+#[test]
+fn bridle_kill_needs_no_reason_and_refuses_an_over_long_or_nul_reason_leaving_the_switch_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("kill.db").display());
+    let long = "x".repeat(2001);
+    for bad in [long.as_str(), "bad\u{7}deploy"] {
+        let out = bridle(&["kill", "--tenant", "tenant-a", "--reason", bad, "--db", &db], dir.path());
+        assert!(!out.status.success());
+        assert!(text(&out.stderr).contains("--reason"), "{}", text(&out.stderr));
+    }
+    let out = bridle(&["kill", "--tenant", "tenant a", "--db", &db], dir.path());
+    assert!(!out.status.success(), "a tenant outside the id set");
+    let export = text(&bridle(&["audit", "export", "--db", &db], dir.path()).stdout);
+    assert_eq!(export.matches("kill_switch_set").count(), 0, "{export}");
+    // An emergency stop: no reason at all.
+    let out = bridle(&["kill", "--tenant", "tenant-a", "--db", &db], dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("kill switch set for tenant `tenant-a`: no reason given"),
+        "{}",
+        text(&out.stdout)
+    );
+}

@@ -115,3 +115,55 @@ fn stdio_speaks_only_protocol_on_stdout_as_the_tokens_principal() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("serving MCP on stdio as `viewer-4`"), "{}", text(&out.stderr));
 }
+
+#[test]
+fn stdio_refuses_a_nul_or_3kb_run_id_and_a_nul_argument_with_bad_request_and_stores_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("mcp.db").display());
+    let token = token(dir.path(), "service:read");
+    let mut child = bridle(&["mcp", "--stdio", "--db", &db], dir.path())
+        .env("BRIDLE_TOKEN", &token)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut send = |message: Value| writeln!(&mut stdin, "{message}").unwrap();
+    let mut answer = |id: i64| -> Value {
+        loop {
+            let mut line = String::new();
+            assert!(stdout.read_line(&mut line).unwrap() > 0, "stdout closed before answer {id}");
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == id {
+                return message;
+            }
+        }
+    };
+    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "cli-test", "version": "0"}}}));
+    answer(1);
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let snapshot = json!({"service": "checkout"});
+    let cases = [
+        (json!({"bridle/run_id": "run\u{0}1"}), snapshot.clone(), "bridle/run_id"),
+        (json!({"bridle/run_id": "r".repeat(3072)}), snapshot.clone(), "bridle/run_id"),
+        (json!({"bridle/incident": "inc\u{0}1"}), snapshot.clone(), "bridle/incident"),
+        (json!({}), json!({"service": "check\u{0}out"}), "arguments.service"),
+    ];
+    for (n, (meta, arguments, field)) in cases.into_iter().enumerate() {
+        let id = i64::try_from(n).unwrap() + 2;
+        send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "get_service_snapshot", "arguments": arguments, "_meta": meta}}));
+        let refused = answer(id);
+        assert_eq!(refused["result"]["isError"], true, "{refused}");
+        assert_eq!(refused["result"]["structuredContent"]["code"], "bad_request", "{refused}");
+        assert_eq!(refused["result"]["structuredContent"]["detail"]["field"], field, "{refused}");
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let export = bridle(&["audit", "export", "--db", &db], dir.path()).output().unwrap();
+    assert!(text(&export.stdout).trim().is_empty(), "nothing stored: {}", text(&export.stdout));
+}

@@ -23,9 +23,11 @@ pub const RETENTION_PERIOD: Duration = Duration::from_secs(3600);
 /// Built once per process; `None` only if a built-in pattern failed to compile.
 static MASKER: LazyLock<Option<Masker>> = LazyLock::new(|| Masker::new().ok());
 
-/// Masks the record's evidence in place. Fails closed (nothing is stored) if the masker could
+/// Makes the record's fields bounded (`bridle_core::bounds::bound_record`) and masks its
+/// evidence in place. Fails closed (nothing is stored) if the masker could
 /// not be built.
 pub fn mask_record(record: &mut AuditRecord) -> StoreResult<()> {
+    bridle_core::bounds::bound_record(record);
     let Some(reason) = &record.reason else { return Ok(()) };
     let masker =
         MASKER.as_ref().ok_or_else(|| StoreError::Unavailable("the audit evidence masker did not build".to_owned()))?;

@@ -35,7 +35,9 @@ pub(super) async fn check(
         Some(other) => other.to_string(),
         None => return Ok(()),
     };
-    let key = level::auto_limit_key(&resource.kind, &name);
+    // The ledger indexes the key; a resource name from the arguments is unbounded, so a long
+    // key is stored hashed.
+    let key = bridle_core::bounds::hashed_key(&level::auto_limit_key(&resource.kind, &name)).into_owned();
     let ledger = &gate.stores.actions;
     let room = if dry_run {
         ledger.count_auto(&principal.tenant, &key, now, limit.window).await? < u64::from(limit.max)

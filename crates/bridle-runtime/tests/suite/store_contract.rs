@@ -130,6 +130,7 @@ contract!(
     racing_keyed_calls_never_get_approval_replayed,
 );
 
+mod bounds;
 mod evidence;
 
 // ---- fixtures ----

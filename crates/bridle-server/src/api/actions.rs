@@ -56,7 +56,7 @@ pub struct OutcomeStored {
     security(("bearer" = [])),
     responses(
         (status = 200, description = "rated (a later rating replaces it); audited as `action_outcome`", body = OutcomeStored),
-        (status = 400, description = "malformed body or a note over 2000 characters (`bad_request`)", body = crate::openapi::ErrorBody),
+        (status = 400, description = "malformed body or a note over 2000 characters or holding a NUL or control character, a job id out of bounds (`bad_request`)", body = crate::openapi::ErrorBody),
         (status = 403, description = "needs `feedback:write` (`forbidden`)", body = crate::openapi::ErrorBody),
         (status = 404, description = "no executed action with that job in the caller's tenant (`not_found`)", body = crate::openapi::ErrorBody),
     )
@@ -70,6 +70,11 @@ pub async fn rate(
     caller.require_any(&[SCOPE_FEEDBACK_WRITE])?;
     if body.note.as_deref().is_some_and(|n| n.chars().count() > MAX_NOTE_CHARS) {
         return Err(ApiError::bad_request(format!("`note` is longer than {MAX_NOTE_CHARS} characters")));
+    }
+    let bad = |e: bridle_core::bounds::BoundError| ApiError::bad_request(e.to_string());
+    bridle_core::bounds::check_id("job_id", &job_id).map_err(bad)?;
+    if let Some(note) = &body.note {
+        bridle_core::bounds::check_reason("note", note).map_err(bad)?;
     }
     let rating = Rating {
         outcome: match body.outcome {

@@ -20,8 +20,9 @@ use crate::limits::JsonBody;
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RejectBody {
-    /// Why the plan is refused (shown to the requester, kept in the audit log); not blank.
-    #[schema(min_length = 1, pattern = r"\S")]
+    /// Why the plan is refused (shown to the requester, kept in the audit log); not blank, at
+    /// most 2,000 characters, no NUL or other control character but tab and line breaks.
+    #[schema(min_length = 1, max_length = 2000, pattern = r"\S")]
     pub reason: String,
 }
 
@@ -30,6 +31,7 @@ fn require_approver(caller: &Caller) -> Result<(), ApiError> {
 }
 
 async fn load(state: &AppState, caller: &Caller, id: &str) -> Result<ApprovalRequest, ApiError> {
+    bridle_core::bounds::check_id("approval_id", id).map_err(|e| ApiError::bad_request(e.to_string()))?;
     state
         .gate
         .stores()
@@ -152,7 +154,7 @@ pub async fn approve(
     security(("bearer" = [])),
     responses(
         (status = 200, description = "`{\"approval\": ApprovalRequest}`, now `rejected`", body = crate::openapi::ApprovalAnswer),
-        (status = 400, description = "missing or blank reason (`bad_request`)", body = crate::openapi::ErrorBody),
+        (status = 400, description = "missing or blank reason, a reason or id out of bounds (`bad_request`)", body = crate::openapi::ErrorBody),
         (status = 401, description = "no valid token (`unauthenticated`)", body = crate::openapi::ErrorBody),
         (status = 403, description = "no approver scope (`forbidden`), or the desk refused this approver (`approver_denied`)", body = crate::openapi::ErrorBody),
         (status = 404, description = "no such approval in the caller's tenant (`not_found`)", body = crate::openapi::ErrorBody),
@@ -168,6 +170,7 @@ pub async fn reject(
     if body.reason.trim().is_empty() {
         return Err(ApiError::bad_request("a rejection needs a `reason`"));
     }
+    bridle_core::bounds::check_reason("reason", &body.reason).map_err(|e| ApiError::bad_request(e.to_string()))?;
     answer(&state.gate.reject(&caller.0, &id, &body.reason).await.map_err(desk_error)?)
 }
 

@@ -5,6 +5,7 @@
 use axum::Json;
 use axum::extract::State;
 use bridle_core::answer::parse_answer;
+use bridle_core::bounds::{self, BoundError};
 use bridle_core::{Principal, RunContext};
 use bridle_runtime::gate::{CallOutcome, CallRequest, Gate};
 use serde::Deserialize;
@@ -69,6 +70,7 @@ pub async fn call(
     Caller(caller): Caller,
     JsonBody(body): JsonBody<CallBody>,
 ) -> Result<Json<Value>, ApiError> {
+    check_bounds(&body).map_err(|e| ApiError::bad_request(e.to_string()))?;
     let run = RunContext::new(&body.run_id, &body.incident);
     let base = CallRequest {
         approval_id: body.approval_id.clone(),
@@ -119,6 +121,27 @@ pub async fn call(
         }
         _ => Err(ApiError::bad_request("give exactly one of `tool` and `answer`")),
     }
+}
+
+/// The bounds of `bridle_core::bounds` on the body, before anything is stored: ids (run id,
+/// incident, idempotency key, approval id) at most 128 characters of letters, digits and
+/// `-_.:/@`, an agent id at most 64, no NUL in any argument string or key. The gate checks its
+/// `CallRequest` again at entry; here a refusal is a 400 and nothing reaches a store.
+fn check_bounds(body: &CallBody) -> Result<(), BoundError> {
+    bounds::check_id("run_id", &body.run_id)?;
+    bounds::check_id("incident", &body.incident)?;
+    for (field, value) in [("idempotency_key", &body.idempotency_key), ("approval_id", &body.approval_id)] {
+        if let Some(v) = value {
+            bounds::check_id(field, v)?;
+        }
+    }
+    if let Some(agent) = &body.agent {
+        bounds::check_agent("agent", agent)?;
+    }
+    if let Some(arguments) = &body.arguments {
+        bounds::check_object("arguments", arguments)?;
+    }
+    Ok(())
 }
 
 /// The calls on a task of their own, so a request timeout never cuts a gate call half-way: the

@@ -103,6 +103,12 @@ pub async fn add(
     JsonBody(body): JsonBody<FeedbackBody>,
 ) -> Result<(StatusCode, Json<FeedbackStored>), ApiError> {
     caller.require_any(&[SCOPE_FEEDBACK_WRITE])?;
+    let bad = |e: bridle_core::bounds::BoundError| ApiError::bad_request(e.to_string());
+    // Decision ids are derived (`{thread}/{task}/{agent}`): the key bound, not the id one.
+    bridle_core::bounds::check_key("decision_id", &id).map_err(bad)?;
+    if let Some(comment) = &body.comment {
+        bridle_core::bounds::check_reason("comment", comment).map_err(bad)?;
+    }
     let rating = match body.rating {
         None => None,
         Some(r) if r.fract() == 0.0 && (1.0..=5.0).contains(&r) => u8::try_from(r as i64).ok(),

@@ -21,31 +21,32 @@ pub const SCOPE_KILL_SET: &str = "kill:set";
 /// Scope needed to lift one.
 pub const SCOPE_KILL_LIFT: &str = "kill:lift";
 
-/// Body of a kill or a lift.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
+/// Body of a kill or a lift; `{}` is enough (an emergency stop needs no reason).
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KillBody {
     /// Only this registered agent's calls (within the caller's tenant); absent: every call of
     /// the tenant.
-    #[schema(min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.-]+$")]
+    #[schema(min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:/@-]+$")]
     pub agent: Option<String>,
-    /// Why (kept with the switch and in the audit log); not blank.
-    #[schema(min_length = 1, max_length = 1000, pattern = r"\S")]
-    pub reason: String,
+    /// Why (kept with the switch and in the audit log): at most 2,000 characters, no NUL or
+    /// other control character but tab and line breaks. Absent or blank: `no reason given`.
+    #[schema(max_length = 2000)]
+    #[serde(default)]
+    pub reason: Option<String>,
 }
 
-fn scope(caller: &Caller, body: &KillBody) -> Result<KillScope, ApiError> {
-    if body.reason.trim().is_empty() || body.reason.chars().count() > 1000 {
-        return Err(ApiError::bad_request("`reason` must be 1 to 1000 characters, not blank"));
-    }
+/// The scope and the reason to keep. A reason or agent that breaks its bound is a 400 and
+/// nothing is changed.
+fn scope(caller: &Caller, body: &KillBody) -> Result<(KillScope, String), ApiError> {
+    let bad = |e: bridle_core::bounds::BoundError| ApiError::bad_request(e.to_string());
+    let reason = body.reason.as_deref().unwrap_or_default();
+    bridle_core::bounds::check_reason("reason", reason).map_err(bad)?;
     if let Some(agent) = &body.agent {
-        let ok = (1..=64).contains(&agent.len())
-            && agent.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
-        if !ok {
-            return Err(ApiError::bad_request("`agent` must be 1 to 64 characters of A–Z a–z 0–9 _ - ."));
-        }
+        bridle_core::bounds::require("agent", agent).map_err(bad)?;
+        bridle_core::bounds::check_agent("agent", agent).map_err(bad)?;
     }
-    Ok(KillScope { tenant: Some(caller.0.tenant.clone()), agent: body.agent.clone() })
+    Ok((KillScope { tenant: Some(caller.0.tenant.clone()), agent: body.agent.clone() }, reason.to_owned()))
 }
 
 /// Sets the kill switch of the caller's tenant (or of one agent in it).
@@ -55,7 +56,7 @@ fn scope(caller: &Caller, body: &KillBody) -> Result<KillScope, ApiError> {
     security(("bearer" = [])),
     responses(
         (status = 200, description = "`{\"kill\": {switch, changed, unfinished: {pending_approvals, jobs, paused_runs, cancelled_runs}}}`", body = crate::openapi::KillAnswer),
-        (status = 400, description = "missing or blank reason, bad agent id (`bad_request`)", body = crate::openapi::ErrorBody),
+        (status = 400, description = "a reason over 2,000 characters or holding a NUL or control character, a bad agent id (`bad_request`); the switch is unchanged", body = crate::openapi::ErrorBody),
         (status = 401, description = "no valid token (`unauthenticated`)", body = crate::openapi::ErrorBody),
         (status = 403, description = "needs `kill:set` (`forbidden`)", body = crate::openapi::ErrorBody),
     )
@@ -66,11 +67,11 @@ pub async fn set(
     JsonBody(body): JsonBody<KillBody>,
 ) -> Result<Json<Value>, ApiError> {
     caller.require_any(&[SCOPE_KILL_SET])?;
-    let scope = scope(&caller, &body)?;
+    let (scope, reason) = scope(&caller, &body)?;
     let who = caller.0.subject.clone();
     let report = match &state.runs {
-        Some(runs) => runs.runtime().kill(&who, scope, &body.reason).await,
-        None => bridle_runtime::kill::set(&state.gate, None, None, &who, scope, &body.reason).await,
+        Some(runs) => runs.runtime().kill(&who, scope, &reason).await,
+        None => bridle_runtime::kill::set(&state.gate, None, None, &who, scope, &reason).await,
     }
     .map_err(|e| ApiError::internal(&e))?;
     Ok(Json(json!({"kill": report})))
@@ -83,7 +84,7 @@ pub async fn set(
     security(("bearer" = [])),
     responses(
         (status = 200, description = "`{\"kill\": {switch, changed}}`; `changed` is false when no switch was on for exactly that scope", body = crate::openapi::KillAnswer),
-        (status = 400, description = "missing or blank reason, bad agent id (`bad_request`)", body = crate::openapi::ErrorBody),
+        (status = 400, description = "a reason over 2,000 characters or holding a NUL or control character, a bad agent id (`bad_request`); the switch is unchanged", body = crate::openapi::ErrorBody),
         (status = 401, description = "no valid token (`unauthenticated`)", body = crate::openapi::ErrorBody),
         (status = 403, description = "needs `kill:lift` (`forbidden`)", body = crate::openapi::ErrorBody),
     )
@@ -94,8 +95,8 @@ pub async fn lift(
     JsonBody(body): JsonBody<KillBody>,
 ) -> Result<Json<Value>, ApiError> {
     caller.require_any(&[SCOPE_KILL_LIFT])?;
-    let scope = scope(&caller, &body)?;
-    let report = bridle_runtime::kill::lift(&state.gate, &caller.0.subject, scope, &body.reason)
+    let (scope, reason) = scope(&caller, &body)?;
+    let report = bridle_runtime::kill::lift(&state.gate, &caller.0.subject, scope, &reason)
         .await
         .map_err(|e| ApiError::internal(&e))?;
     Ok(Json(json!({"kill": report})))

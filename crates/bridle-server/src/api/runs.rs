@@ -306,6 +306,12 @@ pub async fn start(
             ("workflow", json!({"name": input.name, "input": input.input}))
         }
     };
+    // Inputs are kept in checkpoints and reach the gate: no NUL, a bounded incident.
+    let bad = |e: bridle_core::bounds::BoundError| ApiError::bad_request(e.to_string());
+    bridle_core::bounds::check_json("input", &input).map_err(bad)?;
+    if let Some(incident) = input.get("incident").and_then(Value::as_str) {
+        bridle_core::bounds::check_id("input.incident", incident).map_err(bad)?;
+    }
     let run_id = match pipeline {
         "workflow" => {
             let name = input.get("name").and_then(Value::as_str).unwrap_or_default();
@@ -446,6 +452,10 @@ pub async fn resume(
     caller.require_any(&[SCOPE_RUNS_START])?;
     let runs = runs(&state)?;
     let id = run_id(&id)?;
+    let bad = |e: bridle_core::bounds::BoundError| ApiError::bad_request(e.to_string());
+    // Interrupt ids are derived (`{thread}/{task}/{n}`): the key bound.
+    bridle_core::bounds::check_key("interrupt_id", &body.interrupt_id).map_err(bad)?;
+    bridle_core::bounds::check_json("value", &body.value).map_err(bad)?;
     runs.resume(&caller.0.tenant, id, &body.interrupt_id, body.value).await.map_err(run_error)?;
     Ok((StatusCode::ACCEPTED, Json(RunAccepted { run_id: id.to_owned(), status: "running".into() })))
 }

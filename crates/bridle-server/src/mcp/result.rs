@@ -51,6 +51,17 @@ pub fn tool_result(outcome: &CallOutcome, console: &str) -> CallToolResult {
     }
 }
 
+/// A call refused at the MCP edge before the gate (an id or argument out of bounds): `isError`
+/// with structured content `{code, message, detail}`, like a gate rejection but with no call id
+/// (nothing was stored).
+pub fn refusal(rejection: &bridle_core::Rejection) -> CallToolResult {
+    let text = format!("{}: {}", code_str(rejection.code), rejection.message);
+    let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
+    result.structured_content =
+        Some(json!({"code": rejection.code, "message": rejection.message, "detail": rejection.detail}));
+    result
+}
+
 /// The outcome as a JSON object (`call_id`, `tool`, `status`, `result`, `plan_hash`, `job_id` …).
 fn structured(outcome: &CallOutcome) -> Value {
     serde_json::to_value(outcome).unwrap_or_else(|e| json!({"status": "ok", "serialization_error": e.to_string()}))
