@@ -7,6 +7,8 @@ mod suite {
     mod approvals;
     mod auth;
     mod console;
+    mod edges;
+    mod edges_tcp;
     mod fab_runs;
     mod feedback;
     mod keys;
