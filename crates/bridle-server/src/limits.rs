@@ -316,7 +316,9 @@ mod tests {
             h.insert(header::CONTENT_TYPE, HeaderValue::from_static(v));
             declares_json(&h)
         };
-        assert!(with("application/json") && with("Application/JSON; charset=utf-8") && with("application/merge-patch+json"));
+        assert!(
+            with("application/json") && with("Application/JSON; charset=utf-8") && with("application/merge-patch+json")
+        );
         assert!(!with("text/plain") && !with("application/x-www-form-urlencoded") && !with("application/jsonx"));
         assert!(!with("text/json+xml") && !declares_json(&HeaderMap::new()));
     }

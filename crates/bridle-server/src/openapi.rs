@@ -188,7 +188,10 @@ fn add_middleware_responses(operation: &mut Operation) {
         RefOr::T(
             ResponseBuilder::new()
                 .description(description)
-                .content("application/json", ContentBuilder::new().schema(Some(Ref::from_schema_name("ErrorBody"))).build())
+                .content(
+                    "application/json",
+                    ContentBuilder::new().schema(Some(Ref::from_schema_name("ErrorBody"))).build(),
+                )
                 .build(),
         )
     };
@@ -201,7 +204,10 @@ fn add_middleware_responses(operation: &mut Operation) {
         operation.responses.responses.entry(status.to_owned()).or_insert_with(|| error(description));
     };
     add("414", &format!("request target past {MAX_URI_BYTES} bytes (`uri_too_long`)"));
-    add("431", &format!("more than {MAX_HEADERS} header lines or {MAX_HEADER_BYTES} header bytes (`headers_too_large`)"));
+    add(
+        "431",
+        &format!("more than {MAX_HEADERS} header lines or {MAX_HEADER_BYTES} header bytes (`headers_too_large`)"),
+    );
     if authenticated {
         add("408", "the request took longer than the server's timeout (`request_timeout`)");
         add("429", "too many requests for this tenant and subject (`rate_limited`, with `Retry-After`)");

@@ -251,7 +251,11 @@ async fn the_request_head_limits_answer_in_the_error_shape_in_process() {
     for i in 0..150 {
         req = req.header(format!("x-pad-{i}"), "1");
     }
-    assert_shape(&exchange(&app, req.body(Body::empty()).unwrap()).await, StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, "headers_too_large");
+    assert_shape(
+        &exchange(&app, req.body(Body::empty()).unwrap()).await,
+        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+        "headers_too_large",
+    );
     // Unauthenticated routes are held to them too.
     let req = request(Method::GET, &long.replace("/v1/tools", "/healthz"), None).body(Body::empty()).unwrap();
     assert_shape(&exchange(&app, req).await, StatusCode::URI_TOO_LONG, "uri_too_long");

@@ -63,14 +63,10 @@ async fn read_answer(stream: &mut TcpStream) -> std::io::Result<Answer> {
     let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
     let mut lines = head.split("\r\n");
     let status = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_owned(), v.trim().to_owned()))
-        .collect();
-    let length: usize = headers
-        .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
-        .map_or(0, |(_, v)| v.parse().unwrap());
+    let headers: Vec<(String, String)> =
+        lines.filter_map(|l| l.split_once(':')).map(|(n, v)| (n.trim().to_owned(), v.trim().to_owned())).collect();
+    let length: usize =
+        headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("content-length")).map_or(0, |(_, v)| v.parse().unwrap());
     while buf.len() < head_end + length {
         let n = stream.read(&mut chunk).await?;
         if n == 0 {
@@ -82,10 +78,7 @@ async fn read_answer(stream: &mut TcpStream) -> std::io::Result<Answer> {
 }
 
 fn get_head(target: &str, extra: &str) -> String {
-    format!(
-        "GET {target} HTTP/1.1\r\nhost: localhost\r\nauthorization: Bearer {}\r\n{extra}\r\n",
-        token("viewer-4")
-    )
+    format!("GET {target} HTTP/1.1\r\nhost: localhost\r\nauthorization: Bearer {}\r\n{extra}\r\n", token("viewer-4"))
 }
 
 #[tokio::test]
