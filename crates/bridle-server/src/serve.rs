@@ -21,8 +21,9 @@ use tokio::sync::watch;
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 
 /// hyper's read buffer, which bounds a request head: far above `limits.rs`'s URI and header
-/// limits, so those answer first, in the error shape.
-pub const HYPER_MAX_HEAD_BYTES: usize = 1024 * 1024;
+/// limits (8 KiB + 64 KiB), so those answer first, in the error shape; a little above hyper's own
+/// default (408 KiB), as it is also the most a connection buffers.
+pub const HYPER_MAX_HEAD_BYTES: usize = 512 * 1024;
 
 /// Header lines hyper parses before it refuses on its own (its default, 100, is Bridle's limit).
 pub const HYPER_MAX_HEADERS: usize = 1024;
