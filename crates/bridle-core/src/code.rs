@@ -160,6 +160,18 @@ codes! {
     RequestTimeout => "request_timeout",
     /// The server could not evaluate the request (a store failed); never an allow.
     InternalError => "internal_error",
+    /// The route exists but not for this HTTP method (the `Allow` header lists the ones it takes).
+    MethodNotAllowed => "method_not_allowed",
+    /// The request target (path and query) is longer than the server accepts.
+    UriTooLong => "uri_too_long",
+    /// More request header lines, or more header bytes, than the server accepts.
+    HeadersTooLarge => "headers_too_large",
+    /// A JSON route was sent a body declared as something other than JSON, or with no type.
+    UnsupportedMediaType => "unsupported_media_type",
+    /// The route needs a request body of declared length.
+    LengthRequired => "length_required",
+    /// The client does not accept any type the route answers with (`/mcp`'s `Accept` check).
+    NotAcceptable => "not_acceptable",
     // lab (seed 003's workbench: agent loop, planning, prompt injection)
     /// A delimiter seed outside 1–999999.
     SeedOutOfRange => "seed_out_of_range",

@@ -1,6 +1,7 @@
 //! The `/v1` HTTP API: every route needs a bearer token. The middleware here authenticates
-//! (401 `unauthenticated`), then applies the caller's rate limit (429 `rate_limited`); handlers
-//! get the [`Caller`] and never read a tenant or subject from anything else.
+//! (401 `unauthenticated`, also for two `Authorization` headers), then applies the caller's rate
+//! limit (429 `rate_limited` with `Retry-After`); handlers get the [`Caller`] and never read a
+//! tenant or subject from anything else.
 
 pub mod actions;
 pub mod approvals;
@@ -20,13 +21,13 @@ use axum::extract::{FromRequestParts, Request, State};
 use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::{get, post};
 use bridle_core::{Code, Principal};
 
-use crate::AppState;
 use crate::auth::AuthError;
 use crate::error::ApiError;
+use crate::{AppState, limits};
 
 /// The `/v1` routes, behind authentication and the rate limit.
 pub fn routes(state: &AppState) -> Router<AppState> {
@@ -89,19 +90,20 @@ impl Caller {
     }
 }
 
-/// Middleware: bearer token → [`Caller`], then one token from the caller's bucket.
+/// Middleware: bearer token → [`Caller`], then one token from the caller's bucket. A refusal
+/// (401, or 429 with `Retry-After`) drains the request body first (`limits::refuse`), so it
+/// always reaches the client.
 pub(crate) async fn authenticate(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
     let principal = match bearer(&req).and_then(|token| state.verifier.verify(token)) {
         Ok(p) => p,
         Err(e) => {
             tracing::debug!(reason = %e, "request refused: unauthenticated");
-            return ApiError::unauthenticated(e.to_string()).into_response();
+            return limits::refuse(req, &state.limits, ApiError::unauthenticated(e.to_string())).await;
         }
     };
     if !state.limiter.allow(&principal) {
-        let mut response =
-            ApiError::new(StatusCode::TOO_MANY_REQUESTS, Code::RateLimited, "too many requests; retry later")
-                .into_response();
+        let error = ApiError::new(StatusCode::TOO_MANY_REQUESTS, Code::RateLimited, "too many requests; retry later");
+        let mut response = limits::refuse(req, &state.limits, error).await;
         response.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
         return response;
     }
@@ -109,8 +111,14 @@ pub(crate) async fn authenticate(State(state): State<AppState>, mut req: Request
     next.run(req).await
 }
 
+/// The bearer token of the one `Authorization` header. Two or more are refused (401): which one
+/// a proxy or a library reads differs, so neither may silently win.
 fn bearer(req: &Request) -> Result<&str, AuthError> {
-    let value = req.headers().get(header::AUTHORIZATION).ok_or(AuthError::Missing)?;
+    let mut values = req.headers().get_all(header::AUTHORIZATION).iter();
+    let value = values.next().ok_or(AuthError::Missing)?;
+    if values.next().is_some() {
+        return Err(AuthError::Ambiguous);
+    }
     let value = value.to_str().map_err(|_| AuthError::Missing)?;
     let (scheme, token) = value.split_once(' ').ok_or(AuthError::Missing)?;
     if !scheme.eq_ignore_ascii_case("bearer") || token.trim().is_empty() {

@@ -2,9 +2,10 @@
 //! RS256/ES256 verified against a PEM public key or a JWKS file (verify only: this side never
 //! holds a private key). Tenant and subject only ever come from a verified token.
 //!
-//! Claims: `sub`, `tenant`, `services`, `scopes`, `exp`, `iss`, `aud`, all required. Anything
-//! wrong (malformed, expired, forged, another issuer or audience, a missing claim) is an
-//! [`AuthError`], which the API answers with 401 `unauthenticated`.
+//! Claims: `sub`, `tenant`, `services`, `scopes`, `exp`, `iss`, `aud`, all required; `nbf`
+//! optional, checked when present. Anything wrong (malformed, expired, not yet valid, forged,
+//! another issuer or audience, a missing claim) is an [`AuthError`], which the API answers with
+//! 401 `unauthenticated`. `exp` and `nbf` get [`LEEWAY_SECONDS`] of clock skew.
 
 use std::path::{Path, PathBuf};
 
@@ -19,8 +20,8 @@ pub const DEFAULT_ISSUER: &str = "bridle";
 pub const DEFAULT_AUDIENCE: &str = "bridle";
 /// Shortest accepted HS256 secret, in bytes.
 pub const MIN_SECRET_BYTES: usize = 32;
-/// Seconds of clock skew tolerated on `exp`.
-const LEEWAY_SECONDS: u64 = 30;
+/// Seconds of clock skew tolerated on `exp` and on `nbf`.
+pub const LEEWAY_SECONDS: u64 = 30;
 
 /// Where verification keys come from.
 #[derive(Clone, PartialEq, Eq)]
@@ -101,6 +102,9 @@ pub enum AuthError {
     /// No `Authorization: Bearer …` header.
     #[error("missing bearer token")]
     Missing,
+    /// More than one `Authorization` header: none is chosen.
+    #[error("more than one Authorization header")]
+    Ambiguous,
     /// The token was refused (the reason names no secret).
     #[error("invalid token: {0}")]
     Invalid(String),
@@ -202,6 +206,8 @@ impl Verifier {
             validation.set_issuer(&[&self.issuer]);
             validation.set_audience(&[&self.audience]);
             validation.leeway = LEEWAY_SECONDS;
+            // An `nbf` more than the leeway ahead is refused; a token without one is valid now.
+            validation.validate_nbf = true;
             match jsonwebtoken::decode::<Claims>(token, &key.key, &validation) {
                 Ok(data) => return data.claims.principal(),
                 Err(e) => refused = AuthError::Invalid(reason(&e)),
@@ -308,6 +314,8 @@ fn reason(e: &jsonwebtoken::errors::Error) -> String {
     use jsonwebtoken::errors::ErrorKind as K;
     match e.kind() {
         K::ExpiredSignature => "token expired".to_owned(),
+        K::ImmatureSignature => "token not valid yet (`nbf` is in the future)".to_owned(),
+        K::InvalidClaimFormat(c) => format!("claim `{c}` is malformed"),
         K::InvalidSignature => "signature does not verify".to_owned(),
         K::InvalidIssuer => "wrong issuer".to_owned(),
         K::InvalidAudience => "wrong audience".to_owned(),

@@ -1,12 +1,15 @@
 //! The one error shape of the HTTP API, `{"error": {"code", "message"}}`, and the status each
-//! stable code answers with. Errors become responses only here, at the edge.
+//! stable code answers with. Errors become responses only here, at the edge; [`one_shape`] puts
+//! every other refusal (axum's extractors and router, rmcp's transport checks) into the same shape.
 //!
 //! A gate verdict is not an error: a rejected call is a 200 carrying the verdict. This type is
 //! for what stops a request before or around the gate (authentication, scopes, limits, unknown
 //! ids, malformed input) and for a store that could not answer.
 
 use axum::Json;
-use axum::http::StatusCode;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use bridle_core::{Code, Rejection};
 use serde_json::json;
@@ -86,6 +89,94 @@ pub async fn fallback() -> ApiError {
     ApiError::not_found("no such route")
 }
 
+/// The stable code of an error status when no handler chose one: what axum's router and
+/// extractors, rmcp's transport checks and `limits.rs`'s request-head limits answer with. Every
+/// code here is in the README's code table.
+pub fn code_for(status: StatusCode) -> Code {
+    match status {
+        StatusCode::UNAUTHORIZED => Code::Unauthenticated,
+        StatusCode::FORBIDDEN => Code::Forbidden,
+        StatusCode::NOT_FOUND => Code::NotFound,
+        StatusCode::METHOD_NOT_ALLOWED => Code::MethodNotAllowed,
+        StatusCode::NOT_ACCEPTABLE => Code::NotAcceptable,
+        StatusCode::REQUEST_TIMEOUT => Code::RequestTimeout,
+        StatusCode::LENGTH_REQUIRED => Code::LengthRequired,
+        StatusCode::PAYLOAD_TOO_LARGE => Code::PayloadTooLarge,
+        StatusCode::URI_TOO_LONG => Code::UriTooLong,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => Code::UnsupportedMediaType,
+        StatusCode::TOO_MANY_REQUESTS => Code::RateLimited,
+        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE => Code::HeadersTooLarge,
+        s if s.is_server_error() => Code::InternalError,
+        _ => Code::BadRequest,
+    }
+}
+
+/// Longest text of a foreign refusal kept as the message, characters.
+const MAX_MESSAGE_CHARS: usize = 300;
+
+/// Most bytes of a foreign refusal's body read to make its message (its texts are one line).
+const MAX_FOREIGN_BODY: usize = 16 * 1024;
+
+/// Whether `headers` declare a JSON body (`application/json`, with or without parameters).
+pub(crate) fn is_json_response(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("application/json"))
+}
+
+/// Middleware: any answer outside 1xx–3xx that is not JSON (a text/plain rejection of axum's
+/// `Path` or `Query` extractors, its router's 405, rmcp's Host check, 406 or 415 on `/mcp`) is
+/// rewritten into `{"error": {"code", "message"}}` with [`code_for`] its status; its other headers
+/// (`Allow`, `Retry-After` …) are kept. JSON answers pass untouched: the API's own errors, and the
+/// JSON-RPC error replies of `/mcp`, which keep the JSON-RPC shape.
+// INVARIANT: no answer of `bridle serve` with an error status leaves the router without a JSON body.
+pub async fn one_shape(State(max_body): State<usize>, req: Request, next: Next) -> Response {
+    let response = next.run(req).await;
+    let status = response.status();
+    if !(status.is_client_error() || status.is_server_error()) || is_json_response(response.headers()) {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, MAX_FOREIGN_BODY).await.ok();
+    let message = match status {
+        StatusCode::PAYLOAD_TOO_LARGE => format!("the body exceeds {max_body} bytes"),
+        StatusCode::METHOD_NOT_ALLOWED => "method not allowed on this route".to_owned(),
+        // A server error's own text may name internals: it is logged, never sent.
+        s if s.is_server_error() => {
+            let cause = text.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
+            tracing::error!(status = s.as_u16(), error = %cause, "request could not be evaluated");
+            "the request could not be evaluated".to_owned()
+        }
+        s => text.as_deref().and_then(one_line).unwrap_or_else(|| default_message(s)),
+    };
+    let mut answer = ApiError::new(status, code_for(status), message).into_response();
+    for (name, value) in &parts.headers {
+        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+            answer.headers_mut().append(name.clone(), value.clone());
+        }
+    }
+    answer
+}
+
+/// A foreign body as a one-line message of at most [`MAX_MESSAGE_CHARS`] characters (`None`
+/// when it holds no text).
+fn one_line(body: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(body);
+    let line: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(MAX_MESSAGE_CHARS)
+        .collect::<String>()
+        .trim()
+        .to_owned();
+    (!line.is_empty()).then_some(line)
+}
+
+fn default_message(status: StatusCode) -> String {
+    status.canonical_reason().map_or_else(|| format!("refused with status {}", status.as_u16()), str::to_lowercase)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,5 +187,24 @@ mod tests {
         assert_eq!((denied.status, denied.code), (StatusCode::FORBIDDEN, Code::ApproverDenied));
         let expired = ApiError::refused(&Rejection::new(Code::ApprovalExpired, "late"));
         assert_eq!(expired.status, StatusCode::CONFLICT);
+    }
+
+    #[test]
+    fn every_error_status_has_a_server_code() {
+        for n in 400..600u16 {
+            let Ok(status) = StatusCode::from_u16(n) else { continue };
+            let code = code_for(status);
+            assert_eq!(code == Code::InternalError, n >= 500, "{n} → {code}");
+        }
+        assert_eq!(code_for(StatusCode::URI_TOO_LONG), Code::UriTooLong);
+        assert_eq!(code_for(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE), Code::HeadersTooLarge);
+        assert_eq!(code_for(StatusCode::IM_A_TEAPOT), Code::BadRequest);
+    }
+
+    #[test]
+    fn foreign_texts_become_one_bounded_line() {
+        assert_eq!(one_line(b"Invalid URL: bad\r\nsecond").as_deref(), Some("Invalid URL: bad  second"));
+        assert_eq!(one_line(b"  \n"), None);
+        assert_eq!(one_line("é".repeat(1_000).as_bytes()).map(|l| l.chars().count()), Some(MAX_MESSAGE_CHARS));
     }
 }

@@ -116,7 +116,9 @@ pub fn guarded_gate(gate: Gate) -> Result<Gate, StartError> {
 
 /// The router served by `bridle serve`: `/healthz`, `/openapi.json` and the console's static
 /// files (`/`, `/console/*`) without a token, the
-/// `/v1` API with one; every answer outside 2xx in the one error shape.
+/// `/v1` API with one; every error answer in the one error shape (`error::one_shape`), outside
+/// the JSON-RPC replies of `/mcp`. Layers, outermost first: observation, the request-head limits,
+/// the error shape, the body limit, the timeout.
 pub fn router(state: AppState) -> Router {
     let limits = state.limits;
     Router::new()
@@ -131,9 +133,10 @@ pub fn router(state: AppState) -> Router {
                 .route_layer(middleware::from_fn_with_state(state.clone(), api::authenticate)),
         )
         .fallback(error::fallback)
-        .layer(middleware::from_fn_with_state(state.clone(), limits::coded_rejections))
         .layer(middleware::from_fn_with_state(state.clone(), limits::timeout))
         .layer(DefaultBodyLimit::max(limits.max_body_bytes))
+        .layer(middleware::from_fn_with_state(limits.max_body_bytes, error::one_shape))
+        .layer(middleware::from_fn_with_state(state.clone(), limits::request_head))
         .layer(middleware::from_fn(observe::observe))
         .with_state(state)
 }

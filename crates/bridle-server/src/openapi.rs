@@ -11,6 +11,7 @@ use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
 use utoipa::{Modify, OpenApi, ToSchema};
 
 use crate::api;
+use crate::limits::{MAX_HEADER_BYTES, MAX_HEADERS, MAX_URI_BYTES};
 
 /// The error shape of every non-2xx answer.
 #[derive(Debug, ToSchema)]
@@ -166,8 +167,9 @@ impl Modify for BearerScheme {
 }
 
 /// The answers every route may give besides its own: the middleware in front of the handlers
-/// answers them (`api.rs`'s authentication and rate limit, `limits.rs`'s timeout, body size and
-/// JSON depth), so a handler's annotation cannot be trusted to list them.
+/// answers them (`api.rs`'s authentication and rate limit, `limits.rs`'s request-head limits,
+/// timeout, body size, declared type and JSON depth), so a handler's annotation cannot be trusted
+/// to list them.
 struct MiddlewareResponses;
 
 impl Modify for MiddlewareResponses {
@@ -182,21 +184,38 @@ impl Modify for MiddlewareResponses {
 
 fn add_middleware_responses(operation: &mut Operation) {
     let authenticated = operation.security.as_ref().is_some_and(|s| !s.is_empty());
-    let mut add = |status: &str, description: &str| {
-        let response = ResponseBuilder::new()
-            .description(description)
-            .content("application/json", ContentBuilder::new().schema(Some(Ref::from_schema_name("ErrorBody"))).build())
-            .build();
-        operation.responses.responses.entry(status.to_owned()).or_insert(RefOr::T(response));
+    let error = |description: &str| {
+        RefOr::T(
+            ResponseBuilder::new()
+                .description(description)
+                .content(
+                    "application/json",
+                    ContentBuilder::new().schema(Some(Ref::from_schema_name("ErrorBody"))).build(),
+                )
+                .build(),
+        )
     };
     if authenticated {
-        add("401", "no valid token (`unauthenticated`)");
+        // Replaces the handlers' own 401, which cannot know every reason the middleware has.
+        let unauthenticated = error("no valid token, or more than one `Authorization` header (`unauthenticated`)");
+        operation.responses.responses.insert("401".to_owned(), unauthenticated);
+    }
+    let mut add = |status: &str, description: &str| {
+        operation.responses.responses.entry(status.to_owned()).or_insert_with(|| error(description));
+    };
+    add("414", &format!("request target past {MAX_URI_BYTES} bytes (`uri_too_long`)"));
+    add(
+        "431",
+        &format!("more than {MAX_HEADERS} header lines or {MAX_HEADER_BYTES} header bytes (`headers_too_large`)"),
+    );
+    if authenticated {
         add("408", "the request took longer than the server's timeout (`request_timeout`)");
-        add("429", "too many requests for this tenant and subject (`rate_limited`)");
+        add("429", "too many requests for this tenant and subject (`rate_limited`, with `Retry-After`)");
     }
     if operation.request_body.is_some() {
-        add("400", "malformed body (`bad_request`, `json_too_deep`)");
+        add("400", "body not JSON, or of the wrong shape (`bad_request`, `json_too_deep`), whatever its declared type");
         add("413", "body too large (`payload_too_large`)");
+        add("415", "a JSON body declared as another type, or with no `Content-Type` (`unsupported_media_type`)");
     }
 }
 

@@ -8,6 +8,8 @@ mod suite {
     mod auth;
     mod bounds;
     mod console;
+    mod edges;
+    mod edges_tcp;
     mod fab_runs;
     mod feedback;
     mod keys;

@@ -47,7 +47,7 @@ async fn malformed_bodies_are_400_with_a_code() {
     let (status, body) = get(&app, "/v1/nowhere", Some(&t)).await;
     assert_eq!((status, code(&body)), (StatusCode::NOT_FOUND, "not_found"));
     let (status, body) = send(&app, Method::DELETE, "/v1/calls", Some(&t), None).await;
-    assert_eq!((status, code(&body)), (StatusCode::METHOD_NOT_ALLOWED, "bad_request"));
+    assert_eq!((status, code(&body)), (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"));
 }
 
 #[tokio::test]

@@ -31,7 +31,7 @@ async fn served() -> (Router, String) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let served = app.clone();
-    tokio::spawn(async move { axum::serve(listener, served).await });
+    tokio::spawn(bridle_server::serve::serve(listener, served, std::future::pending()));
     (app, format!("http://{addr}/mcp"))
 }
 
