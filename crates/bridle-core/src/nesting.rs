@@ -7,11 +7,31 @@
 //! `<…>` of Cedar schema types (`Set<Set<…>>`) and CEL's `?:` chains (every `?`). The count is
 //! conservative: it may overestimate depth (never underestimate it), which at worst refuses a
 //! policy far deeper than any policy written by hand.
+//!
+//! Within the bound the parsers still recurse with large frames (CEL's ANTLR parser takes over
+//! 150 KiB of stack per level in a debug build), so they run on a thread of their own with
+//! [`PARSER_STACK_BYTES`] of stack ([`with_parser_stack`]), never on a small worker stack.
 
 use std::fmt;
 
 /// Deepest nesting a Cedar policy, Cedar schema or CEL expression may have.
-pub const MAX_DEPTH: usize = 48;
+pub const MAX_DEPTH: usize = 32;
+
+/// Stack of the thread a recursive parser runs on (reserved, touched only as deep as used).
+pub const PARSER_STACK_BYTES: usize = 64 * 1024 * 1024;
+
+/// Runs `f` on a scoped thread with [`PARSER_STACK_BYTES`] of stack and returns its result;
+/// `Err` when no thread can be started. A panic in `f` is resumed on the caller's thread.
+pub fn with_parser_stack<T: Send>(f: impl FnOnce() -> T + Send) -> Result<T, String> {
+    std::thread::scope(|s| {
+        let handle = std::thread::Builder::new()
+            .name("bridle-parser".to_owned())
+            .stack_size(PARSER_STACK_BYTES)
+            .spawn_scoped(s, f)
+            .map_err(|e| format!("cannot start a parser thread: {e}"))?;
+        handle.join().map_err(|e| std::panic::resume_unwind(e))
+    })
+}
 
 /// What the scanner needs to know of a language.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,28 +44,51 @@ pub struct Syntax {
     keyword: Option<&'static str>,
     /// A character that opens a level without a bracket (`?`), if any.
     opener: Option<u8>,
+    /// Most bytes one top-level statement (up to its `;`) may have, if bounded: chains of
+    /// binary operators and member accesses nest in the syntax tree without brackets.
+    statement_bytes: Option<usize>,
 }
 
 /// Cedar policy text.
-pub const CEDAR_POLICY: Syntax = Syntax { quotes: b"\"", angle: false, keyword: Some("if"), opener: None };
+pub const CEDAR_POLICY: Syntax = Syntax {
+    quotes: b"\"",
+    angle: false,
+    keyword: Some("if"),
+    opener: None,
+    statement_bytes: Some(MAX_POLICY_BYTES),
+};
 /// Cedar schema text (human-readable format).
-pub const CEDAR_SCHEMA: Syntax = Syntax { quotes: b"\"", angle: true, keyword: None, opener: None };
-/// A CEL expression.
-pub const CEL: Syntax = Syntax { quotes: b"\"'", angle: false, keyword: None, opener: Some(b'?') };
+pub const CEDAR_SCHEMA: Syntax =
+    Syntax { quotes: b"\"", angle: true, keyword: None, opener: None, statement_bytes: None };
+/// A CEL expression (its length is bounded by the caller).
+pub const CEL: Syntax = Syntax { quotes: b"\"'", angle: false, keyword: None, opener: Some(b'?'), statement_bytes: None };
 
-/// The text nests deeper than the limit.
+/// Longest single Cedar policy (bytes from the end of the previous one to its `;`, comments
+/// included): a chain of 10,000 `+` overflows a 1 MiB stack when the policy is dropped.
+pub const MAX_POLICY_BYTES: usize = 16 * 1024;
+
+/// The text nests deeper than the limit, or one statement is too long.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TooDeep {
     /// 1-based line where the limit was passed.
     pub line: usize,
     /// 1-based column (in bytes) where the limit was passed.
     pub column: usize,
-    /// The limit.
+    /// The depth limit, or (when `statement` is set) the statement size limit.
     pub limit: usize,
+    /// Whether a statement's size, not the depth, passed the limit.
+    pub statement: bool,
 }
 
 impl fmt::Display for TooDeep {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.statement {
+            return write!(
+                f,
+                "one policy is longer than {} bytes at line {}, column {} (split it)",
+                self.limit, self.line, self.column
+            );
+        }
         write!(
             f,
             "nesting deeper than {} levels at line {}, column {} (brackets, `if` and `?:` chains count; split the expression)",
@@ -69,9 +112,15 @@ pub fn check(text: &str, syntax: Syntax, limit: usize) -> Result<(), TooDeep> {
     let mut state = State::Code;
     let (mut line, mut line_start) = (1usize, 0usize);
     let mut i = 0usize;
+    let mut statement_start = 0usize;
     while let Some(&b) = bytes.get(i) {
         let at = i;
         i += 1;
+        if let Some(most) = syntax.statement_bytes
+            && at - statement_start >= most
+        {
+            return Err(TooDeep { line, column: at - line_start + 1, limit: most, statement: true });
+        }
         if b == b'\n' {
             line += 1;
             line_start = i;
@@ -130,6 +179,7 @@ pub fn check(text: &str, syntax: Syntax, limit: usize) -> Result<(), TooDeep> {
                 if let [only] = soft.as_mut_slice() {
                     depth = depth.saturating_sub(*only);
                     *only = 0;
+                    statement_start = i;
                 }
                 continue;
             }
@@ -144,7 +194,7 @@ pub fn check(text: &str, syntax: Syntax, limit: usize) -> Result<(), TooDeep> {
             None => continue,
         }
         if depth > limit {
-            return Err(TooDeep { line, column: at - line_start + 1, limit });
+            return Err(TooDeep { line, column: at - line_start + 1, limit, statement: false });
         }
     }
     Ok(())
@@ -206,6 +256,16 @@ mod tests {
         assert!(check(&set, CEDAR_SCHEMA, 10).is_ok());
         assert!(check(&set, CEDAR_SCHEMA, 9).is_err());
         assert!(check("when { 1 < 2 && 3 > 2 };", CEDAR_POLICY, 1).is_ok());
+    }
+
+    #[test]
+    fn one_long_policy_is_refused_and_many_short_ones_are_not() {
+        let short = "permit (principal, action, resource) when { context.a == 1 };\n".repeat(1000);
+        assert!(check(&short, CEDAR_POLICY, MAX_DEPTH).is_ok());
+        let long = format!("permit (principal, action, resource) when {{ 1{} == 2 }};", " + 1".repeat(5000));
+        let e = check(&long, CEDAR_POLICY, MAX_DEPTH).unwrap_err();
+        assert!(e.statement && e.to_string().contains("longer than 16384 bytes"), "{e}");
+        assert!(check(&long, CEDAR_SCHEMA, MAX_DEPTH).is_ok());
     }
 
     #[test]

@@ -81,6 +81,17 @@ impl PolicyEngine {
         registry: &Registry,
         version: Option<&str>,
     ) -> Result<Self, Vec<String>> {
+        // Cedar's parser and validator recurse on the (bounded) nesting: on a stack of their own.
+        nesting::with_parser_stack(|| Self::load_here(schema_text, sources, registry, version))
+            .unwrap_or_else(|e| Err(vec![e]))
+    }
+
+    fn load_here(
+        schema_text: &str,
+        sources: &[PolicySource],
+        registry: &Registry,
+        version: Option<&str>,
+    ) -> Result<Self, Vec<String>> {
         let mut errors = Vec::new();
         let types = entities::Types::new().map_err(|e| vec![e])?;
         // INVARIANT: no text reaches Cedar's recursive parser before its size and nesting are

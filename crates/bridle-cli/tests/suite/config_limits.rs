@@ -26,7 +26,7 @@ fn a_1000_deep_cedar_policy_makes_validate_and_check_exit_1_with_a_message_not_1
     assert_eq!(out.status.signal(), None, "killed by a signal: {}", text(&out.stderr));
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let stderr = text(&out.stderr);
-    assert!(stderr.contains("policies/tenancy.cedar: nesting deeper than 48 levels at line 2"), "{stderr}");
+    assert!(stderr.contains("policies/tenancy.cedar: nesting deeper than 32 levels at line 2"), "{stderr}");
 
     let out = bridle_with_stdin(&["check", "--config", "bridle.toml", "-"], dir.path(), b"{\"tool\": \"calculate\"}");
     assert_eq!(out.status.signal(), None, "killed by a signal: {}", text(&out.stderr));

@@ -52,10 +52,13 @@ impl Expr {
         if let Err(e) = crate::nesting::check(source, crate::nesting::CEL, crate::nesting::MAX_DEPTH) {
             return Err(vec![format!("CEL expression: {e}")]);
         }
-        let program = Program::compile(source).map_err(|e| {
-            let first = e.to_string().lines().next().unwrap_or("syntax error").trim().to_owned();
-            vec![format!("CEL expression `{source}` does not compile: {first}")]
-        })?;
+        let compiled = crate::nesting::with_parser_stack(|| {
+            Program::compile(source)
+                .map_err(|e| e.to_string().lines().next().unwrap_or("syntax error").trim().to_owned())
+        });
+        let program = compiled
+            .and_then(|p| p)
+            .map_err(|first| vec![format!("CEL expression `{source}` does not compile: {first}")])?;
         let bound: BTreeSet<String> = BOUND
             .as_ref()
             .map(|re| re.captures_iter(source).filter_map(|c| c.get(1)).map(|m| m.as_str().to_owned()).collect())

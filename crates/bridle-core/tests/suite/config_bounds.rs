@@ -40,9 +40,18 @@ fn a_1000_deep_cedar_policy_is_a_load_error_naming_the_file_and_line() {
 
 #[test]
 fn a_policy_at_the_nesting_limit_still_loads_on_a_small_stack() {
-    // `when { … }` is one level, the parentheses the rest.
-    load_replacing("policies/tenancy.cedar", deep_policy(MAX_DEPTH - 1)).unwrap_or_else(|e| panic!("{e}"));
-    let errors = load_replacing("policies/tenancy.cedar", deep_policy(MAX_DEPTH)).unwrap_err().to_string();
+    // The example's policies plus a forbid as deep as allowed: `when { … }` is one level, the
+    // parentheses the rest. It loads (and its policy tests pass) on a 1 MiB stack.
+    let deep_forbid = |depth: usize| {
+        format!(
+            "{}\nforbid (principal, action, resource)\nwhen {{ {}resource.tenant != principal.tenant{} }};\n",
+            read_example("policies/tenancy.cedar").unwrap(),
+            "(".repeat(depth),
+            ")".repeat(depth)
+        )
+    };
+    load_replacing("policies/tenancy.cedar", deep_forbid(MAX_DEPTH - 1)).unwrap_or_else(|e| panic!("{e}"));
+    let errors = load_replacing("policies/tenancy.cedar", deep_forbid(MAX_DEPTH)).unwrap_err().to_string();
     assert!(errors.contains("nesting deeper than"), "{errors}");
 }
 
@@ -68,14 +77,14 @@ fn a_deep_cedar_schema_is_a_load_error_not_a_stack_overflow() {
 }
 
 #[test]
-fn long_operator_chains_within_the_nesting_bound_load_on_a_small_stack() {
-    // Chains of binary operators nest in Cedar's syntax tree without brackets; the size bound
-    // keeps them from overflowing a small stack.
-    let chain = format!(
-        "permit (principal, action, resource)\nwhen {{ resource.tenant == principal.tenant{} }};\n",
-        " && resource.tenant == principal.tenant".repeat(2_000)
-    );
-    let _ = load_replacing("policies/tenancy.cedar", chain);
+fn long_operator_chains_are_bounded_by_the_policy_size_and_load_on_a_small_stack() {
+    // Chains of binary operators nest in Cedar's syntax tree without brackets (10,000 `+` overflow
+    // a 1 MiB stack when the policy is dropped); one policy has at most 16 KiB.
+    let chain = |n: usize| format!("permit (principal, action, resource)\nwhen {{ 1{} == 2 }};\n", " + 1".repeat(n));
+    let errors = load_replacing("policies/tenancy.cedar", chain(10_000)).unwrap_err().to_string();
+    assert!(errors.contains("policies/tenancy.cedar: one policy is longer than 16384 bytes"), "{errors}");
+    let within = load_replacing("policies/tenancy.cedar", chain(4_000)).unwrap_err().to_string();
+    assert!(!within.contains("longer than"), "{within}");
 }
 
 #[test]
@@ -122,7 +131,7 @@ fn every_long_string_and_list_is_named_with_its_field_and_all_are_listed() {
 fn a_configuration_text_past_its_size_bound_is_refused() {
     let toml = format!("{}\n# {}\n", read_example("bridle.toml").unwrap(), "x".repeat(2 * 1024 * 1024));
     let errors = load(&toml, &read_example).unwrap_err().to_string();
-    assert!(errors.contains("bridle.toml: 2097"), "{errors}");
+    assert!(errors.contains("bridle.toml: 2102036 bytes, more than the 1048576 allowed"), "{errors}");
 }
 
 fn workflow_with_expr(expr: &str) -> String {
@@ -173,3 +182,4 @@ fn a_cel_expression_past_its_size_bound_is_a_workflow_problem() {
     let errors = parse_small_stack(workflow_with_expr(&long)).unwrap_err();
     assert!(errors.contains("at most 4096 bytes"), "{errors}");
 }
+
