@@ -34,8 +34,8 @@ pub use adapters::{
 };
 pub use audit::{AuditSettings, EvidenceMode};
 pub use bounds::{
-    MAX_DESCRIPTION_CHARS, MAX_KEY_BYTES, MAX_LIST_ITEMS, MAX_NAME_CHARS, MAX_SENSITIVE_TERM_CHARS, MAX_SENSITIVE_TERMS,
-    MAX_STRING_BYTES, MAX_TABLE_KEYS, MAX_TEXT_BYTES, problems as bound_problems,
+    MAX_DESCRIPTION_CHARS, MAX_KEY_BYTES, MAX_LIST_ITEMS, MAX_NAME_CHARS, MAX_SENSITIVE_TERM_CHARS,
+    MAX_SENSITIVE_TERMS, MAX_STRING_BYTES, MAX_TABLE_KEYS, MAX_TEXT_BYTES, problems as bound_problems,
 };
 pub use drift::DriftSettings;
 pub use kill::KillSwitchSettings;

@@ -50,18 +50,14 @@ pub struct Syntax {
 }
 
 /// Cedar policy text.
-pub const CEDAR_POLICY: Syntax = Syntax {
-    quotes: b"\"",
-    angle: false,
-    keyword: Some("if"),
-    opener: None,
-    statement_bytes: Some(MAX_POLICY_BYTES),
-};
+pub const CEDAR_POLICY: Syntax =
+    Syntax { quotes: b"\"", angle: false, keyword: Some("if"), opener: None, statement_bytes: Some(MAX_POLICY_BYTES) };
 /// Cedar schema text (human-readable format).
 pub const CEDAR_SCHEMA: Syntax =
     Syntax { quotes: b"\"", angle: true, keyword: None, opener: None, statement_bytes: None };
 /// A CEL expression (its length is bounded by the caller).
-pub const CEL: Syntax = Syntax { quotes: b"\"'", angle: false, keyword: None, opener: Some(b'?'), statement_bytes: None };
+pub const CEL: Syntax =
+    Syntax { quotes: b"\"'", angle: false, keyword: None, opener: Some(b'?'), statement_bytes: None };
 
 /// Longest single Cedar policy (bytes from the end of the previous one to its `;`, comments
 /// included): a chain of 10,000 `+` overflows a 1 MiB stack when the policy is dropped.

@@ -119,7 +119,10 @@ pub fn read_text_capped(path: &Path, max: u64) -> Result<String, String> {
             return Err(format!("`{shown}` is {}, not a regular file", file_kind(&meta.file_type())));
         }
         if meta.len() > max {
-            return Err(format!("`{shown}` has {} bytes, more than the {max} a configuration file may have", meta.len()));
+            return Err(format!(
+                "`{shown}` has {} bytes, more than the {max} a configuration file may have",
+                meta.len()
+            ));
         }
         Ok(())
     };

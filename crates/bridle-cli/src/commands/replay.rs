@@ -36,8 +36,7 @@ pub fn model_from(path: &Path) -> anyhow::Result<(Arc<dyn LlmClient>, String)> {
     let label = path.display().to_string();
     if text.lines().any(|l| l.trim() == "[llm]") {
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let files =
-            move |rel: &str| bridle_runtime::bundled::read_text(&dir.join(rel));
+        let files = move |rel: &str| bridle_runtime::bundled::read_text(&dir.join(rel));
         let settings = bridle_core::config::llm_from_toml(&text, &files).map_err(|e| anyhow::anyhow!("{e}"))?;
         return Ok((model_client(&settings, &Env::default())?, label));
     }

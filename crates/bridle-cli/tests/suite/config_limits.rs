@@ -39,7 +39,8 @@ fn a_100kb_sensitive_term_makes_check_fail_fast_naming_the_field() {
     let dir = tempfile::tempdir().unwrap();
     let toml = copy_example(dir.path());
     let term = "x".repeat(100 * 1024);
-    std::fs::write(dir.path().join("bridle.toml"), format!("{toml}\n[guard]\nsensitive_terms = [\"{term}\"]\n")).unwrap();
+    std::fs::write(dir.path().join("bridle.toml"), format!("{toml}\n[guard]\nsensitive_terms = [\"{term}\"]\n"))
+        .unwrap();
     let started = Instant::now();
     let out = bridle_with_stdin(&["check", "--config", "bridle.toml", "-"], dir.path(), b"{\"tool\": \"calculate\"}");
     let took = started.elapsed();

@@ -47,7 +47,8 @@ pub(super) fn check_table(table: &Table, errors: &mut Errors) {
     walk_table("", table, errors);
     if let Some(Value::Array(terms)) = table.get("guard").and_then(|g| g.get("sensitive_terms")) {
         if terms.len() > MAX_SENSITIVE_TERMS {
-            errors.push("guard.sensitive_terms", format!("at most {MAX_SENSITIVE_TERMS} terms (found {})", terms.len()));
+            errors
+                .push("guard.sensitive_terms", format!("at most {MAX_SENSITIVE_TERMS} terms (found {})", terms.len()));
         }
         for (i, term) in terms.iter().enumerate() {
             if let Value::String(t) = term

@@ -90,7 +90,8 @@ fn long_operator_chains_are_bounded_by_the_policy_size_and_load_on_a_small_stack
 #[test]
 fn a_100kb_sensitive_term_is_refused_quickly() {
     let term = "x".repeat(100 * 1024);
-    let toml = format!("{}\n[guard]\nsensitive_terms = [\"orders_db\", \"{term}\"]\n", read_example("bridle.toml").unwrap());
+    let toml =
+        format!("{}\n[guard]\nsensitive_terms = [\"orders_db\", \"{term}\"]\n", read_example("bridle.toml").unwrap());
     let started = Instant::now();
     let errors = load(&toml, &read_example).unwrap_err().to_string();
     let took = started.elapsed();
@@ -182,4 +183,3 @@ fn a_cel_expression_past_its_size_bound_is_a_workflow_problem() {
     let errors = parse_small_stack(workflow_with_expr(&long)).unwrap_err();
     assert!(errors.contains("at most 4096 bytes"), "{errors}");
 }
-

@@ -55,7 +55,10 @@ fn a_fifo_schema_path_is_a_clear_error_not_a_hang() {
     mkfifo(&dir.path().join("schemas/fifo.json"));
     point_schema_at(&toml, "schemas/fifo.json");
     let errors = load_within_10s(&toml);
-    assert!(errors.contains("tools.scale_replicas.schema") && errors.contains("is a FIFO, not a regular file"), "{errors}");
+    assert!(
+        errors.contains("tools.scale_replicas.schema") && errors.contains("is a FIFO, not a regular file"),
+        "{errors}"
+    );
 }
 
 #[test]
@@ -63,7 +66,10 @@ fn dev_zero_as_a_schema_path_is_a_clear_error_not_a_hang() {
     let (_dir, toml) = copy_checkout();
     point_schema_at(&toml, "/dev/zero");
     let errors = load_within_10s(&toml);
-    assert!(errors.contains("tools.scale_replicas.schema") && errors.contains("is a device, not a regular file"), "{errors}");
+    assert!(
+        errors.contains("tools.scale_replicas.schema") && errors.contains("is a device, not a regular file"),
+        "{errors}"
+    );
 }
 
 #[test]
@@ -86,7 +92,10 @@ fn a_directory_or_fifo_as_a_policy_file_is_named_with_its_field() {
         .replace("schema = \"policies/bridle.cedarschema\"", "schema = \"policies/fifo.cedarschema\"");
     std::fs::write(&toml, text).unwrap();
     let errors = load_within_10s(&toml);
-    assert!(errors.contains("policy.files: cannot read `policies/dir.cedar`") && errors.contains("is a directory"), "{errors}");
+    assert!(
+        errors.contains("policy.files: cannot read `policies/dir.cedar`") && errors.contains("is a directory"),
+        "{errors}"
+    );
     assert!(errors.contains("policy.schema") && errors.contains("is a FIFO"), "{errors}");
 }
 
