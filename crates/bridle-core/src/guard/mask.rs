@@ -234,7 +234,9 @@ mod tests {
     #[test]
     fn a_100kb_sensitive_term_is_refused_by_the_masker_quickly() {
         let started = std::time::Instant::now();
-        let err = masker().with_terms(&["x".repeat(100 * 1024)]).unwrap_err();
+        let Err(err) = masker().with_terms(&["x".repeat(100 * 1024)]) else {
+            unreachable!("a 100 KB term was accepted")
+        };
         assert!(err.to_string().contains("at most 256 characters"), "{err}");
         assert!(started.elapsed() < std::time::Duration::from_secs(2));
         assert!(masker().with_terms(&["y".repeat(256)]).is_ok());
