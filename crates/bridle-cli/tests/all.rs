@@ -7,6 +7,7 @@ mod suite {
     mod bench;
     mod check;
     mod commands;
+    mod config_limits;
     mod crash;
     mod drift;
     mod feedback;

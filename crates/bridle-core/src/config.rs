@@ -6,6 +6,7 @@
 mod adapters;
 mod agents;
 mod audit;
+mod bounds;
 mod decisions;
 mod drift;
 mod history;
@@ -32,6 +33,10 @@ pub use adapters::{
     ToolRoute, placeholders,
 };
 pub use audit::{AuditSettings, EvidenceMode};
+pub use bounds::{
+    MAX_DESCRIPTION_CHARS, MAX_KEY_BYTES, MAX_LIST_ITEMS, MAX_NAME_CHARS, MAX_SENSITIVE_TERM_CHARS,
+    MAX_SENSITIVE_TERMS, MAX_STRING_BYTES, MAX_TABLE_KEYS, MAX_TEXT_BYTES, problems as bound_problems,
+};
 pub use drift::DriftSettings;
 pub use kill::KillSwitchSettings;
 pub use runtime::{LlmSettings, RuntimeSettings, llm_from_toml};

@@ -25,6 +25,7 @@ pub mod kill;
 pub mod lab;
 pub mod level;
 pub mod models;
+pub mod nesting;
 pub mod plan;
 pub mod policy;
 pub mod ports;

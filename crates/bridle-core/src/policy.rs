@@ -18,9 +18,13 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::contract::{Registry, ToolContract};
+use crate::nesting;
 use crate::principal::Principal;
 
 pub use expectations::{PolicyExpectation, parse_expectations};
+
+/// Largest Cedar policy or schema text (bytes) the engine parses.
+pub const MAX_TEXT_BYTES: usize = 1024 * 1024;
 
 /// Most cached entity sets before the cache is cleared.
 const CACHE_LIMIT: usize = 4096;
@@ -77,17 +81,40 @@ impl PolicyEngine {
         registry: &Registry,
         version: Option<&str>,
     ) -> Result<Self, Vec<String>> {
+        // Cedar's parser and validator recurse on the (bounded) nesting: on a stack of their own.
+        nesting::with_parser_stack(|| Self::load_here(schema_text, sources, registry, version))
+            .unwrap_or_else(|e| Err(vec![e]))
+    }
+
+    fn load_here(
+        schema_text: &str,
+        sources: &[PolicySource],
+        registry: &Registry,
+        version: Option<&str>,
+    ) -> Result<Self, Vec<String>> {
         let mut errors = Vec::new();
         let types = entities::Types::new().map_err(|e| vec![e])?;
-        let schema = match Schema::from_cedarschema_str(schema_text) {
-            Ok((schema, _warnings)) => Some(schema),
+        // INVARIANT: no text reaches Cedar's recursive parser before its size and nesting are
+        // bounded, so a deep policy is a load error instead of a stack overflow.
+        let schema = match bounded(schema_text, nesting::CEDAR_SCHEMA) {
             Err(e) => {
                 errors.push(format!("cedar schema: {e}"));
                 None
             }
+            Ok(()) => match Schema::from_cedarschema_str(schema_text) {
+                Ok((schema, _warnings)) => Some(schema),
+                Err(e) => {
+                    errors.push(format!("cedar schema: {e}"));
+                    None
+                }
+            },
         };
         let mut policies = PolicySet::new();
         for source in sources {
+            if let Err(e) = bounded(&source.text, nesting::CEDAR_POLICY) {
+                errors.push(format!("{}: {e}", source.name));
+                continue;
+            }
             match PolicySet::from_str(&source.text) {
                 Ok(set) => {
                     for (n, policy) in set.policies().enumerate() {
@@ -216,6 +243,14 @@ impl PolicyEngine {
     pub fn check_expectations(&self, registry: &Registry, expectations: &[PolicyExpectation]) -> Vec<String> {
         expectations::check(self, registry, expectations)
     }
+}
+
+/// `Ok` when `text` is small and shallow enough for Cedar's parser.
+fn bounded(text: &str, syntax: nesting::Syntax) -> Result<(), String> {
+    if text.len() > MAX_TEXT_BYTES {
+        return Err(format!("{} bytes, more than the {MAX_TEXT_BYTES} a policy or schema text may have", text.len()));
+    }
+    nesting::check(text, syntax, nesting::MAX_DEPTH).map_err(|e| e.to_string())
 }
 
 /// `sha256:` and the first 12 hex digits of the schema and policy texts.

@@ -6,6 +6,7 @@ mod suite {
     mod answer;
     mod budget;
     mod config;
+    mod config_bounds;
     mod drift;
     mod feedback;
     mod guard;

@@ -95,10 +95,62 @@ fn resolve(dir: &Path, rel: &str) -> PathBuf {
     if p.is_absolute() { p.to_path_buf() } else { dir.join(p) }
 }
 
-/// Reads a UTF-8 text file, naming the problem (missing, unreadable, not UTF-8).
-fn read_text(path: &Path) -> Result<String, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
-    String::from_utf8(bytes).map_err(|e| {
-        format!("`{}` is not UTF-8 (invalid byte at offset {})", path.display(), e.utf8_error().valid_up_to())
-    })
+/// Largest file a configuration is or references (bytes): `bridle.toml`, schemas, policies,
+/// policy tests, prompts, model scripts, rule files and workflow files.
+pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
+
+/// Reads a UTF-8 text file of at most [`MAX_FILE_BYTES`], naming the problem (missing,
+/// not a regular file, too large, unreadable, not UTF-8).
+pub fn read_text(path: &Path) -> Result<String, String> {
+    read_text_capped(path, MAX_FILE_BYTES)
+}
+
+/// [`read_text`] with another cap.
+pub fn read_text_capped(path: &Path, max: u64) -> Result<String, String> {
+    use std::io::Read;
+    let shown = path.display();
+    let cannot = |e: std::io::Error| format!("cannot read `{shown}`: {e}");
+    // INVARIANT: the path is looked at before it is opened, and only a regular file is opened:
+    // opening a FIFO waits for a writer and a device such as `/dev/zero` never ends, either of
+    // which would hang start-up. The opened file is checked again (it may have been replaced in
+    // between) and read with a cap, so nothing reads more than `max` + 1 bytes.
+    let regular = |meta: &std::fs::Metadata| -> Result<(), String> {
+        if !meta.is_file() {
+            return Err(format!("`{shown}` is {}, not a regular file", file_kind(&meta.file_type())));
+        }
+        if meta.len() > max {
+            return Err(format!(
+                "`{shown}` has {} bytes, more than the {max} a configuration file may have",
+                meta.len()
+            ));
+        }
+        Ok(())
+    };
+    regular(&std::fs::metadata(path).map_err(cannot)?)?;
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    regular(&file.metadata().map_err(cannot)?)?;
+    let mut bytes = Vec::new();
+    file.take(max.saturating_add(1)).read_to_end(&mut bytes).map_err(cannot)?;
+    if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > max {
+        return Err(format!("`{shown}` has more than the {max} bytes a configuration file may have"));
+    }
+    String::from_utf8(bytes)
+        .map_err(|e| format!("`{shown}` is not UTF-8 (invalid byte at offset {})", e.utf8_error().valid_up_to()))
+}
+
+fn file_kind(t: &std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return "a FIFO";
+        }
+        if t.is_char_device() || t.is_block_device() {
+            return "a device";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+    }
+    if t.is_dir() { "a directory" } else { "not a file" }
 }

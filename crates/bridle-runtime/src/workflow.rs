@@ -45,9 +45,8 @@ pub const REQUESTER: &str = "_requester";
 /// Reads and validates a workflow file against `config`; a file that cannot be read or is
 /// invalid is `workflow_invalid` with every problem listed.
 pub fn load(path: &Path, config: &bridle_core::config::Config) -> Result<Workflow, Rejection> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        Rejection::new(Code::WorkflowInvalid, format!("cannot read workflow `{}`: {e}", path.display()))
-    })?;
+    let text = crate::bundled::read_text(path)
+        .map_err(|e| Rejection::new(Code::WorkflowInvalid, format!("workflow `{}`: {e}", path.display())))?;
     Workflow::parse(&text, config).map_err(|e| e.rejection())
 }
 

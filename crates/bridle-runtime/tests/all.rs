@@ -9,6 +9,7 @@ mod suite {
     mod chat;
     mod checkpoint_contract;
     mod codes;
+    mod config_files;
     mod demo;
     mod drift;
     mod fab;

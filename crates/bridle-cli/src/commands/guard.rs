@@ -86,7 +86,7 @@ pub fn mask(config: Option<&Path>, file: Option<&Path>, jsonl: bool, rules: Opti
     let terms = super::config(config)?.guard.sensitive_terms;
     let mut masker = Masker::new().and_then(|m| m.with_terms(&terms)).map_err(|e| anyhow::anyhow!("{e}"))?;
     if let Some(path) = rules {
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading `{}`", path.display()))?;
+        let text = bridle_runtime::bundled::read_text(path).map_err(|e| anyhow::anyhow!("{e}"))?;
         let extra = load_gitleaks(&text).map_err(|e| anyhow::anyhow!("{e}"))?;
         for (id, why) in &extra.skipped {
             eprintln!("{}: rule `{id}` skipped: {why}", path.display());

@@ -32,12 +32,11 @@ pub struct Args<'a> {
 
 /// A model from a file: an `[llm]` section like `bridle.toml`'s, or a scripted model's script.
 pub fn model_from(path: &Path) -> anyhow::Result<(Arc<dyn LlmClient>, String)> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading `{}`", path.display()))?;
+    let text = bridle_runtime::bundled::read_text(path).map_err(|e| anyhow::anyhow!("{e}"))?;
     let label = path.display().to_string();
     if text.lines().any(|l| l.trim() == "[llm]") {
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let files =
-            move |rel: &str| std::fs::read_to_string(dir.join(rel)).map_err(|e| format!("cannot read `{rel}`: {e}"));
+        let files = move |rel: &str| bridle_runtime::bundled::read_text(&dir.join(rel));
         let settings = bridle_core::config::llm_from_toml(&text, &files).map_err(|e| anyhow::anyhow!("{e}"))?;
         return Ok((model_client(&settings, &Env::default())?, label));
     }

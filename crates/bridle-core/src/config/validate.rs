@@ -23,7 +23,7 @@ const MAX_INTAKE_CALLS: usize = 100;
 const MAX_INTAKE_CHARS: usize = 1_000_000;
 
 #[derive(Default)]
-pub(super) struct Errors(Vec<ConfigError>);
+pub(super) struct Errors(pub(super) Vec<ConfigError>);
 
 impl Errors {
     pub(super) fn push(&mut self, at: impl Into<String>, message: impl Into<String>) {
@@ -38,6 +38,13 @@ impl Errors {
 
 /// Parses and validates `bridle.toml` text; referenced files are read through `files`.
 pub fn load(text: &str, files: &dyn Files) -> Result<Config, ConfigErrors> {
+    // INVARIANT: every string, list and table is within its bound before anything is built
+    // from the text (a 100 KB sensitive term or a million-item list is refused here).
+    let mut bounds = Errors::default();
+    super::bounds::check_text(text, &mut bounds);
+    if !bounds.0.is_empty() {
+        return Err(ConfigErrors(bounds.0));
+    }
     let raw: RawConfig = toml::from_str(text).map_err(|e| {
         ConfigErrors(vec![ConfigError { at: "bridle.toml".into(), message: e.to_string().trim_end().to_owned() }])
     })?;

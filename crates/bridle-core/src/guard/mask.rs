@@ -92,7 +92,18 @@ impl Masker {
     }
 
     /// Sets the sensitive terms (internal tool names, table names), matched case-insensitively.
+    /// At most [`MAX_SENSITIVE_TERMS`](crate::config::MAX_SENSITIVE_TERMS) terms of at most
+    /// [`MAX_SENSITIVE_TERM_CHARS`](crate::config::MAX_SENSITIVE_TERM_CHARS) characters each.
     pub fn with_terms(mut self, terms: &[String]) -> Result<Self, GuardError> {
+        // INVARIANT: building the automaton is quadratic in a term's length (a 16,000-character
+        // term takes seconds, a 100 KB one minutes), so terms are bounded before it is built.
+        let (most, count) = (crate::config::MAX_SENSITIVE_TERM_CHARS, crate::config::MAX_SENSITIVE_TERMS);
+        if terms.len() > count || terms.iter().any(|t| t.chars().count() > most) {
+            return Err(GuardError::Pattern {
+                name: "sensitive terms".to_owned(),
+                reason: format!("at most {count} terms of at most {most} characters each"),
+            });
+        }
         let terms: Vec<&String> = terms.iter().filter(|t| !t.trim().is_empty()).collect();
         if !terms.is_empty() {
             let ac = AhoCorasickBuilder::new()
@@ -218,6 +229,17 @@ mod tests {
         assert!(!rrn_checksum_ok("900101-1234567"));
         let m = masker().mask("주민번호 900101-1234568 / 900101-1234567");
         assert_eq!(m.findings.iter().filter(|f| f.kind == "pii:rrn").count(), 1);
+    }
+
+    #[test]
+    fn a_100kb_sensitive_term_is_refused_by_the_masker_quickly() {
+        let started = std::time::Instant::now();
+        let Err(err) = masker().with_terms(&["x".repeat(100 * 1024)]) else {
+            unreachable!("a 100 KB term was accepted")
+        };
+        assert!(err.to_string().contains("at most 256 characters"), "{err}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
+        assert!(masker().with_terms(&["y".repeat(256)]).is_ok());
     }
 
     #[test]

@@ -61,6 +61,14 @@ struct File {
 
 /// Parses an expectations file (`[[expect]]` tables).
 pub fn parse_expectations(text: &str) -> Result<Vec<PolicyExpectation>, String> {
+    if text.len() > crate::config::MAX_TEXT_BYTES {
+        return Err(format!("{} bytes, more than the {} allowed", text.len(), crate::config::MAX_TEXT_BYTES));
+    }
+    let table = text.parse::<toml::Table>().map_err(|e| e.to_string())?;
+    let bounds: Vec<String> = crate::config::bound_problems(&table).iter().map(ToString::to_string).collect();
+    if !bounds.is_empty() {
+        return Err(bounds.join("; "));
+    }
     toml::from_str::<File>(text).map(|f| f.expect).map_err(|e| e.to_string())
 }
 

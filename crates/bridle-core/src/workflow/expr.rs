@@ -9,6 +9,9 @@ use cel::{Context, Program, Value as Cel};
 use regex::Regex;
 use serde_json::{Map, Number, Value};
 
+/// Longest CEL expression source (bytes).
+pub const MAX_SOURCE_BYTES: usize = 4096;
+
 /// A compiled CEL expression and its source.
 #[derive(Clone)]
 pub struct Expr {
@@ -38,10 +41,24 @@ impl Expr {
     /// Compiles `source`; every name it reads must be one of `keys`. Errors are messages
     /// without the path (the caller adds it).
     pub fn compile(source: &str, keys: &BTreeSet<String>) -> Result<Self, Vec<String>> {
-        let program = Program::compile(source).map_err(|e| {
-            let first = e.to_string().lines().next().unwrap_or("syntax error").trim().to_owned();
-            vec![format!("CEL expression `{source}` does not compile: {first}")]
-        })?;
+        // INVARIANT: CEL's parser recurses on the text; its size and nesting are bounded first,
+        // so a deep or long expression is a load error instead of a stack overflow.
+        if source.len() > MAX_SOURCE_BYTES {
+            return Err(vec![format!(
+                "a CEL expression has at most {MAX_SOURCE_BYTES} bytes (this one has {})",
+                source.len()
+            )]);
+        }
+        if let Err(e) = crate::nesting::check(source, crate::nesting::CEL, crate::nesting::MAX_DEPTH) {
+            return Err(vec![format!("CEL expression: {e}")]);
+        }
+        let compiled = crate::nesting::with_parser_stack(|| {
+            Program::compile(source)
+                .map_err(|e| e.to_string().lines().next().unwrap_or("syntax error").trim().to_owned())
+        });
+        let program = compiled
+            .and_then(|p| p)
+            .map_err(|first| vec![format!("CEL expression `{source}` does not compile: {first}")])?;
         let bound: BTreeSet<String> = BOUND
             .as_ref()
             .map(|re| re.captures_iter(source).filter_map(|c| c.get(1)).map(|m| m.as_str().to_owned()).collect())

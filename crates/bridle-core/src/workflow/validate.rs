@@ -31,6 +31,11 @@ fn serde_message(e: &toml::de::Error) -> String {
 
 pub(super) fn parse(text: &str, config: &Config) -> Result<Workflow, WorkflowError> {
     let mut p = Problems::default();
+    if text.len() > crate::config::MAX_TEXT_BYTES {
+        let most = crate::config::MAX_TEXT_BYTES;
+        p.push("(file)", format!("{} bytes, more than the {most} a workflow file may have", text.len()));
+        return Err(WorkflowError { problems: p.0 });
+    }
     let table: toml::Table = match toml::from_str(text) {
         Ok(t) => t,
         Err(e) => {
@@ -38,6 +43,13 @@ pub(super) fn parse(text: &str, config: &Config) -> Result<Workflow, WorkflowErr
             return Err(WorkflowError { problems: p.0 });
         }
     };
+    // INVARIANT: every string, list and table is within its bound before nodes are built.
+    for e in crate::config::bound_problems(&table) {
+        p.push(e.at, e.message);
+    }
+    if !p.0.is_empty() {
+        return Err(WorkflowError { problems: p.0 });
+    }
     for key in table.keys() {
         if !SECTIONS.contains(&key.as_str()) {
             p.push(key.clone(), format!("unknown section; expected one of {}", SECTIONS.join(", ")));

@@ -187,8 +187,8 @@ impl ScriptedModel {
 
     /// Reads a script file: JSON when it ends in `.json`, TOML otherwise.
     pub fn from_file(path: &Path) -> Result<Self, ScriptError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ScriptError::Read { path: path.display().to_string(), reason: e.to_string() })?;
+        let text = crate::bundled::read_text(path)
+            .map_err(|reason| ScriptError::Read { path: path.display().to_string(), reason })?;
         if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) {
             Self::from_json_str(&text)
         } else {
