@@ -28,7 +28,8 @@ use crate::policy::PolicyEngine;
 use crate::principal::Principal;
 
 pub use adapters::{
-    AdapterSettings, CommandAdapterSettings, HttpAdapterSettings, McpAdapterSettings, McpUpstream, RequestBody,
+    AdapterSettings, CommandAdapterSettings, ContextField, HttpAdapterSettings, McpAdapterSettings, McpUpstream,
+    RequestBody,
     ToolRoute, placeholders,
 };
 pub use audit::{AuditSettings, EvidenceMode};
