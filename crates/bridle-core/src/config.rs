@@ -29,8 +29,7 @@ use crate::principal::Principal;
 
 pub use adapters::{
     AdapterSettings, CommandAdapterSettings, ContextField, HttpAdapterSettings, McpAdapterSettings, McpUpstream,
-    RequestBody,
-    ToolRoute, placeholders,
+    RequestBody, ToolRoute, placeholders,
 };
 pub use audit::{AuditSettings, EvidenceMode};
 pub use drift::DriftSettings;

@@ -98,7 +98,8 @@ pub fn too_long_report(limits: &IntakeLimits, bytes_read: usize) -> CheckReport 
     let message = format!(
         "the answer has more than `{max}` characters (reading stopped after {bytes_read} bytes); at most {max} are read"
     );
-    let parse = ParseStatus { status: Status::Rejected, code: Some(Code::AnswerTooLong), format: None, message: Some(message) };
+    let parse =
+        ParseStatus { status: Status::Rejected, code: Some(Code::AnswerTooLong), format: None, message: Some(message) };
     CheckReport { parse, calls: Vec::new() }
 }
 

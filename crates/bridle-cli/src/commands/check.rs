@@ -1,7 +1,10 @@
 //! `bridle check [--json] [--max-calls N] [FILE|-]`: reads a model's answer and runs each call
 //! through the gate as the workbench principal. Exit 0 whenever a verdict was produced.
+//!
+//! The answer is read up to 4 × `max_chars` + 4 bytes and no further (a character is at most 4
+//! bytes in UTF-8): an input that reaches that bound has more than `max_chars` characters and gets
+//! the usual `answer_too_long` verdict without the rest ever being read.
 
-use std::io::Read;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;

@@ -159,13 +159,8 @@ mod tests {
     #[test]
     fn lines_are_numbered_and_bad_ones_named_without_stopping() {
         let got = all(b"one\r\n\ntoo long line\n\xff\xfe ok\nlast", 8);
-        let want = [
-            (1, "Text(\"one\")"),
-            (2, "Text(\"\")"),
-            (3, "TooLong(13)"),
-            (4, "NotUtf8(0)"),
-            (5, "Text(\"last\")"),
-        ];
+        let want =
+            [(1, "Text(\"one\")"), (2, "Text(\"\")"), (3, "TooLong(13)"), (4, "NotUtf8(0)"), (5, "Text(\"last\")")];
         assert_eq!(got, want.map(|(n, s)| (n, s.to_owned())));
         assert!(all(b"", 8).is_empty());
         assert_eq!(all(b"a\n", 8).len(), 1, "a final line end opens no empty line");

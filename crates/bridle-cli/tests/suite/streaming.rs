@@ -33,7 +33,11 @@ fn spawn(args: &[&str], cwd: &std::path::Path) -> Child {
 
 /// Writes `chunk(i)` for i = 0, 1, … until `total` bytes are sent or the child closes its stdin;
 /// returns how many bytes the child's pipe accepted.
-fn writer(mut child: Child, total: usize, chunk: impl Fn(usize) -> Vec<u8> + Send + 'static) -> (Child, JoinHandle<usize>) {
+fn writer(
+    mut child: Child,
+    total: usize,
+    chunk: impl Fn(usize) -> Vec<u8> + Send + 'static,
+) -> (Child, JoinHandle<usize>) {
     let mut stdin = child.stdin.take().unwrap();
     let handle = std::thread::spawn(move || {
         let mut sent = 0;
@@ -61,7 +65,10 @@ fn writer(mut child: Child, total: usize, chunk: impl Fn(usize) -> Vec<u8> + Sen
 /// Peak resident memory of a running process (`VmHWM`, KiB), if it can still be read.
 fn peak_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
 /// Runs `child` to its end while sampling its peak memory; returns its status, stdout lines
@@ -108,9 +115,10 @@ fn a_50_mb_jsonl_stdin_is_scanned_line_by_line_in_bounded_memory() {
     const LINES_PER_CHUNK: usize = 100;
     const TEXT: &str = "please restart the checkout pod after the deploy and tell the on-call engineer when it is back; \
                         the dashboard shows the p99 latency at 840 ms, the error rate at 2 %, and nothing else changed today. ";
-    let line = |i: usize| format!("{{\"id\":{i},\"text\":\"{}\"}}\n", TEXT.repeat(4));
+    // Ids of one width, so every line has the same length.
+    let line = |i: usize| format!("{{\"id\":\"{i:08}\",\"text\":\"{}\"}}\n", TEXT.repeat(4));
     let per_line = line(0).len();
-    let total = 50 * 1024 * 1024;
+    let total: usize = 50 * 1024 * 1024;
     let lines = total.div_ceil(per_line * LINES_PER_CHUNK) * LINES_PER_CHUNK;
     let dir = tempfile::tempdir().unwrap();
     let child = spawn(&["guard", "scan", "--jsonl", "-"], dir.path());
@@ -124,7 +132,7 @@ fn a_50_mb_jsonl_stdin_is_scanned_line_by_line_in_bounded_memory() {
     assert!(sent >= total, "{sent}");
     assert_eq!(count, lines, "one answer per line");
     let v: Value = serde_json::from_str(&first[0]).unwrap();
-    assert_eq!((v["id"].as_u64(), v["verdict"].as_str()), (Some(0), Some("allow")));
+    assert_eq!((v["id"].as_str(), v["verdict"].as_str()), (Some("00000000"), Some("allow")));
     // Reading everything first (as before) needed more than the input itself.
     assert!(peak > 0 && peak < 64 * 1024, "peak RSS {peak} KiB");
 }
@@ -178,9 +186,8 @@ fn an_over_long_line_is_refused_without_being_kept_and_the_next_is_answered() {
     let child = spawn(&["guard", "scan"], dir.path());
     // Line 1: 30 MB without a line end (plain lines stop at the document limit, 1 MB); line 2: fine.
     let long = 30 * 1024 * 1024;
-    let (child, sent) = writer(child, long + 6, move |i| {
-        if i < long / 65536 { vec![b'x'; 65536] } else { b"\nfine\n".to_vec() }
-    });
+    let (child, sent) =
+        writer(child, long + 6, move |i| if i < long / 65536 { vec![b'x'; 65536] } else { b"\nfine\n".to_vec() });
     let (status, count, lines, peak) = watch(child, 2);
     sent.join().unwrap();
     eprintln!("guard scan, one 30 MB line: peak RSS {peak} KiB");
@@ -226,12 +233,15 @@ fn an_over_long_answer_still_prints_answer_too_long_and_exits_0() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let printed = text(&out.stdout);
     assert!(
-        printed.starts_with(&format!("parse: rejected answer_too_long: the answer has more than `{MAX_CHARS}` characters")),
+        printed.starts_with(&format!(
+            "parse: rejected answer_too_long: the answer has more than `{MAX_CHARS}` characters"
+        )),
         "{printed}"
     );
     // Four-byte characters at the bound: 20,000 of them fit (80,000 bytes), 20,001 do not.
     let fits = "😀".repeat(MAX_CHARS);
-    let v: Value = serde_json::from_slice(&bridle_with_stdin(&["check", "--json"], dir.path(), fits.as_bytes()).stdout).unwrap();
+    let v: Value =
+        serde_json::from_slice(&bridle_with_stdin(&["check", "--json"], dir.path(), fits.as_bytes()).stdout).unwrap();
     assert_eq!(v["parse"]["code"], "unparseable_answer", "{v}");
     let over = "😀".repeat(MAX_CHARS + 1);
     let out = bridle_with_stdin(&["check", "--json"], dir.path(), over.as_bytes());

@@ -249,7 +249,12 @@ fn is_header_name(name: &str) -> bool {
     !name.is_empty() && name.len() <= 64 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
 }
 
-fn context_headers(at: &str, raw: Option<&RawContext>, auth_header: &str, errors: &mut Errors) -> Vec<(ContextField, String)> {
+fn context_headers(
+    at: &str,
+    raw: Option<&RawContext>,
+    auth_header: &str,
+    errors: &mut Errors,
+) -> Vec<(ContextField, String)> {
     let names = raw.map(RawContext::names).unwrap_or_default();
     let mut seen: Vec<String> = Vec::new();
     for (field, name) in &names {
@@ -267,7 +272,12 @@ fn context_headers(at: &str, raw: Option<&RawContext>, auth_header: &str, errors
     names
 }
 
-fn context_env(at: &str, raw: Option<&RawContext>, env_allow: &[String], errors: &mut Errors) -> Vec<(ContextField, String)> {
+fn context_env(
+    at: &str,
+    raw: Option<&RawContext>,
+    env_allow: &[String],
+    errors: &mut Errors,
+) -> Vec<(ContextField, String)> {
     let names = raw.map(RawContext::names).unwrap_or_default();
     let mut seen: Vec<&str> = Vec::new();
     for (field, name) in &names {

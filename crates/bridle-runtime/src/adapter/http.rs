@@ -274,13 +274,14 @@ fn fill(template: &str, arguments: &Value, call: Option<&AdapterCall>) -> Result
     let mut path = template.to_owned();
     for name in names {
         let context = ContextField::from_placeholder(name);
-        let value = match (context, call) {
-            (Some(field), Some(call)) => field.value(call).to_owned(),
-            (Some(_), None) => return Err(AdapterError::Failed(format!("`{{{name}}}` needs the call's context"))),
-            (None, _) => render(arguments.get(name).ok_or_else(|| {
-                AdapterError::Failed(format!("argument `{name}` is missing for the request path"))
-            })?)?,
-        };
+        let value =
+            match (context, call) {
+                (Some(field), Some(call)) => field.value(call).to_owned(),
+                (Some(_), None) => return Err(AdapterError::Failed(format!("`{{{name}}}` needs the call's context"))),
+                (None, _) => render(arguments.get(name).ok_or_else(|| {
+                    AdapterError::Failed(format!("argument `{name}` is missing for the request path"))
+                })?)?,
+            };
         // `.`, `..` (even percent-encoded) would be resolved as path segments by the URL parser.
         if matches!(value.as_str(), "" | "." | "..") {
             return Err(AdapterError::Failed(format!("argument `{name}` may not be empty, `.` or `..` in a path")));

@@ -4,8 +4,8 @@
 use std::time::Instant;
 
 use bridle_core::contract::{ToolContract, read_field};
-use bridle_core::ports::AdapterCall;
 use bridle_core::plan::Plan;
+use bridle_core::ports::AdapterCall;
 use bridle_core::{Code, Rejection};
 use serde_json::{Map, Value, json};
 

@@ -180,8 +180,10 @@ fn ok(o: &bridle_runtime::CallOutcome) -> Value {
 
 #[test]
 fn the_multitenant_example_validates_and_asks_for_the_context() {
-    let config = bridle_runtime::bundled::from_path(&example_dir().join("bridle.toml")).unwrap_or_else(|e| panic!("{e}"));
-    let headers: Vec<_> = config.adapters.http["orders"].context_headers.iter().map(|(f, h)| (*f, h.as_str())).collect();
+    let config =
+        bridle_runtime::bundled::from_path(&example_dir().join("bridle.toml")).unwrap_or_else(|e| panic!("{e}"));
+    let headers: Vec<_> =
+        config.adapters.http["orders"].context_headers.iter().map(|(f, h)| (*f, h.as_str())).collect();
     assert_eq!(
         headers,
         [
@@ -257,7 +259,10 @@ fn direct_adapter(port: u16) -> HttpAdapter {
         auth_header: "Authorization".to_owned(),
         auth_scheme: "Bearer".to_owned(),
         status_path: None,
-        context_headers: vec![(ContextField::Tenant, "X-Bridle-Tenant".to_owned()), (ContextField::Subject, "X-Bridle-Subject".to_owned())],
+        context_headers: vec![
+            (ContextField::Tenant, "X-Bridle-Tenant".to_owned()),
+            (ContextField::Subject, "X-Bridle-Subject".to_owned()),
+        ],
     };
     let tool = HttpTool {
         mode: Mode::Read,
@@ -286,7 +291,8 @@ fn direct_call(tenant: &str, subject: &str, arguments: Value) -> AdapterCall {
 async fn a_context_value_with_a_line_break_never_becomes_a_second_header() {
     let (orders, port) = serve_orders().await;
     let adapter = direct_adapter(port);
-    for subject in ["mallory\r\nX-Bridle-Tenant: globex", "mallory\nX-Injected: 1", "nul\0byte", "ｍａｌｌｏｒｙ"] {
+    for subject in ["mallory\r\nX-Bridle-Tenant: globex", "mallory\nX-Injected: 1", "nul\0byte", "ｍａｌｌｏｒｙ"]
+    {
         let refused = adapter.read(&direct_call("acme", subject, json!({"order": "1001"}))).await;
         assert!(
             matches!(&refused, Err(AdapterError::Failed(m)) if m.contains("cannot be sent in a header")),
@@ -295,7 +301,8 @@ async fn a_context_value_with_a_line_break_never_becomes_a_second_header() {
     }
     assert!(orders.seen.lock().unwrap().is_empty(), "nothing was sent");
     // Arguments cannot stand in for the context: `{bridle.tenant}` is the call's tenant.
-    let ok = adapter.read(&direct_call("acme", "acme-agent", json!({"order": "1001", "bridle.tenant": "globex"}))).await;
+    let ok =
+        adapter.read(&direct_call("acme", "acme-agent", json!({"order": "1001", "bridle.tenant": "globex"}))).await;
     assert_eq!(ok.unwrap()["order"], "1001");
     let seen = orders.seen.lock().unwrap().clone();
     assert_eq!((seen[0].path.as_str(), seen[0].tenant.as_str()), ("/tenants/acme/orders/1001", "acme"));
