@@ -61,7 +61,7 @@ fn owner(order: &str) -> &'static str {
 
 impl Orders {
     /// Records the request; `Err` when the service refuses it for another tenant.
-    fn admit(&self, method: &str, tenant: &str, order: &str, h: &HeaderMap) -> Result<(), Response> {
+    fn admit(&self, method: &str, tenant: &str, order: &str, h: &HeaderMap) -> Result<(), (StatusCode, String)> {
         let seen = Seen {
             method: method.to_owned(),
             path: format!("/tenants/{tenant}/orders/{order}"),
@@ -74,10 +74,10 @@ impl Orders {
         let told = seen.tenant.clone();
         self.seen.lock().unwrap().push(seen);
         if told != tenant {
-            return Err((StatusCode::FORBIDDEN, "the path and the header name different tenants").into_response());
+            return Err((StatusCode::FORBIDDEN, "the path and the header name different tenants".to_owned()));
         }
         if owner(order) != told {
-            return Err((StatusCode::NOT_FOUND, format!("no order {order} in tenant {told}")).into_response());
+            return Err((StatusCode::NOT_FOUND, format!("no order {order} in tenant {told}")));
         }
         Ok(())
     }
@@ -85,7 +85,7 @@ impl Orders {
 
 async fn get_order(State(s): State<Orders>, Path((tenant, order)): Path<(String, String)>, h: HeaderMap) -> Response {
     if let Err(refused) = s.admit("GET", &tenant, &order, &h) {
-        return refused;
+        return refused.into_response();
     }
     ([("etag", "\"1\"")], axum::Json(json!({"order": order, "amount_cents": 9000}))).into_response()
 }
@@ -97,7 +97,7 @@ async fn refund(
     body: String,
 ) -> Response {
     if let Err(refused) = s.admit("POST", &tenant, &order, &h) {
-        return refused;
+        return refused.into_response();
     }
     let args: Value = serde_json::from_str(&body).unwrap();
     axum::Json(json!({"order": order, "refunded_cents": args["amount_cents"]})).into_response()
