@@ -8,6 +8,7 @@ pub mod demo;
 pub mod drift;
 pub mod feedback;
 pub mod guard;
+pub mod input;
 pub mod jobs;
 pub mod kill;
 pub mod lab;

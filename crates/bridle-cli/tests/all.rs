@@ -18,6 +18,7 @@ mod suite {
     mod replay;
     mod replicas;
     mod run;
+    mod streaming;
     mod support;
     mod token;
 }

@@ -187,6 +187,9 @@ codes! {
     /// A promotion whose validation failed (replay agreement below the threshold, nothing
     /// replayed, or a model file changed since registration); the stage is unchanged.
     ValidationFailed => "validation_failed",
+    // command-line input (`bridle guard scan|mask` lines)
+    /// An input line that is not valid UTF-8.
+    InvalidUtf8 => "invalid_utf8",
 }
 
 impl std::fmt::Display for Code {

@@ -29,8 +29,8 @@ use crate::policy::PolicyEngine;
 use crate::principal::Principal;
 
 pub use adapters::{
-    AdapterSettings, CommandAdapterSettings, HttpAdapterSettings, McpAdapterSettings, McpUpstream, RequestBody,
-    ToolRoute, placeholders,
+    AdapterSettings, CommandAdapterSettings, ContextField, HttpAdapterSettings, McpAdapterSettings, McpUpstream,
+    RequestBody, ToolRoute, placeholders,
 };
 pub use audit::{AuditSettings, EvidenceMode};
 pub use bounds::{

@@ -343,8 +343,14 @@ pub trait DecisionLog: Send + Sync {
 pub struct AdapterCall {
     /// Tool name.
     pub tool: String,
-    /// Tenant the call acts in.
+    /// Tenant the call acts in (from the authenticated principal, never from arguments).
     pub tenant: String,
+    /// Subject of the principal that asked (for a change: the approved plan's requester).
+    pub subject: String,
+    /// Run the call belongs to (the server's run record).
+    pub run_id: String,
+    /// Incident of that run.
+    pub incident: String,
     /// Validated arguments.
     pub arguments: Value,
     /// Executor identity to act as.

@@ -207,7 +207,7 @@ impl Gate {
         if reader.mode != Mode::Read {
             return Err(format!("`{read_tool}` is not a read tool"));
         }
-        match read_state(self, &request.tenant, reader, &request.plan.arguments).await {
+        match read_state(self, &request.plan, reader, &request.plan.arguments).await {
             Ok(state) => Ok(Some(state)),
             Err(ReadFailure::Adapter(e)) => Err(format!("cannot read the current state: {e}")),
             Err(ReadFailure::Timeout) => Err("reading the current state timed out".to_owned()),

@@ -91,6 +91,18 @@ pub fn gate(config: Arc<Config>, stores: Stores) -> Result<Gate, GuardError> {
     Ok(Gate::new(config, stores, router, Arc::new(SystemClock)).with_scanner(scanner))
 }
 
+/// The report for an answer known to pass `limits.max_chars` before it was read to its end (a
+/// caller that stops reading after `bytes_read` bytes): `answer_too_long`, and no call.
+pub fn too_long_report(limits: &IntakeLimits, bytes_read: usize) -> CheckReport {
+    let max = limits.max_chars;
+    let message = format!(
+        "the answer has more than `{max}` characters (reading stopped after {bytes_read} bytes); at most {max} are read"
+    );
+    let parse =
+        ParseStatus { status: Status::Rejected, code: Some(Code::AnswerTooLong), format: None, message: Some(message) };
+    CheckReport { parse, calls: Vec::new() }
+}
+
 /// Reads `answer` and runs each call through `gate` as `principal` in `run`.
 pub async fn check(
     gate: &Gate,

@@ -391,7 +391,7 @@ impl Gate {
         let plan_hash = plan.hash()?;
         t.plan_hash = Some(plan_hash.clone());
         // 6. state rules (after policy: an unauthorized caller never triggers a read)
-        state_rules::check(self, principal, &tool, &req.arguments, t).await?;
+        state_rules::check(self, &plan, &tool, &req.arguments, t).await?;
         // 7. approval level
         let taint = self.run_taint(principal, run, &tool).await?;
         let mut level =

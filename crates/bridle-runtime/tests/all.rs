@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
 mod suite {
+    mod adapter_context;
     mod adapters;
     mod analysis;
     mod approvals;

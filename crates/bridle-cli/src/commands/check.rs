@@ -1,15 +1,22 @@
 //! `bridle check [--json] [--max-calls N] [FILE|-]`: reads a model's answer and runs each call
 //! through the gate as the workbench principal. Exit 0 whenever a verdict was produced.
+//!
+//! The answer is read up to 4 × `max_chars` + 4 bytes and no further (a character is at most 4
+//! bytes in UTF-8): an input that reaches that bound has more than `max_chars` characters and gets
+//! the usual `answer_too_long` verdict without the rest ever being read.
 
-use std::io::Read;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
 use bridle_core::RunContext;
-use bridle_runtime::check::{CheckReport, Status, WORKBENCH_PRINCIPAL, check, gate, workbench_principal};
+use bridle_runtime::check::{
+    CheckReport, Status, WORKBENCH_PRINCIPAL, check, gate, too_long_report, workbench_principal,
+};
 use bridle_runtime::store::Stores;
+
+use super::input::{Whole, read_whole};
 
 pub async fn run(
     config: Option<&Path>,
@@ -18,7 +25,6 @@ pub async fn run(
     max_calls: Option<usize>,
     input: Option<&Path>,
 ) -> anyhow::Result<ExitCode> {
-    let answer = read_answer(input)?;
     let config = Arc::new(super::config(config)?);
     let principal = workbench_principal(&config)
         .with_context(|| format!("the configuration has no `{WORKBENCH_PRINCIPAL}` principal"))?;
@@ -35,7 +41,10 @@ pub async fn run(
     let gate = gate(config, stores).context("building the guard")?;
     let started = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     let run = RunContext::new(&format!("check-{}-{}", started.as_millis(), std::process::id()), WORKBENCH_PRINCIPAL);
-    let report = check(&gate, &principal, &run, &answer, &limits).await?;
+    let report = match read_answer(input, limits.max_chars)? {
+        Answer::Whole(answer) => check(&gate, &principal, &run, &answer, &limits).await?,
+        Answer::TooLong { bytes_read } => too_long_report(&limits, bytes_read),
+    };
     if json {
         super::out::line(&serde_json::to_string(&report)?)?;
     } else {
@@ -44,20 +53,28 @@ pub async fn run(
     Ok(ExitCode::SUCCESS)
 }
 
-/// The answer from a file, or from stdin for `-` or no file.
-fn read_answer(input: Option<&Path>) -> anyhow::Result<String> {
-    let mut bytes = Vec::new();
-    match input {
-        Some(path) if path != Path::new("-") => {
-            bytes = std::fs::read(path).with_context(|| format!("cannot read `{}`", path.display()))?;
+/// The answer, or how far reading went before it was known to be too long.
+enum Answer {
+    Whole(String),
+    TooLong { bytes_read: usize },
+}
+
+/// The answer from a file, or from stdin for `-` or no file, read up to 4 × `max_chars` + 4
+/// bytes. Bytes that are not UTF-8 are an error, also in a prefix cut short.
+fn read_answer(input: Option<&Path>, max_chars: usize) -> anyhow::Result<Answer> {
+    // INVARIANT: at most this many bytes of the answer are ever read.
+    let cap = max_chars.saturating_mul(4).saturating_add(4);
+    let not_utf8 = |at: usize| anyhow::anyhow!("the answer is not UTF-8 (invalid byte at offset {at})");
+    match read_whole(input, cap)? {
+        Whole::Complete(bytes) => {
+            String::from_utf8(bytes).map(Answer::Whole).map_err(|e| not_utf8(e.utf8_error().valid_up_to()))
         }
-        _ => {
-            std::io::stdin().lock().read_to_end(&mut bytes).context("cannot read the answer from stdin")?;
-        }
+        Whole::Capped(bytes) => match std::str::from_utf8(&bytes) {
+            // A prefix may end inside a character (`error_len` is `None`): still UTF-8.
+            Err(e) if e.error_len().is_some() => Err(not_utf8(e.valid_up_to())),
+            _ => Ok(Answer::TooLong { bytes_read: bytes.len() }),
+        },
     }
-    String::from_utf8(bytes).map_err(|e| {
-        anyhow::anyhow!("the answer is not UTF-8 (invalid byte at offset {})", e.utf8_error().valid_up_to())
-    })
 }
 
 fn print_text(report: &CheckReport) -> anyhow::Result<()> {

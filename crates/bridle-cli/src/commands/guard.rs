@@ -1,87 +1,146 @@
 //! `bridle guard scan|mask|eval`: reads inputs, calls the guard in `bridle-core`, prints.
+//!
+//! `scan` and `mask` stream their input line by line in constant memory: a plain line is at most
+//! the document channel's limit (1 MB), a `--jsonl` line at most [`JSONL_LINE_BYTES`] with a
+//! `text` of at most 1 MB. A bad line (over-long `input_too_long`, not UTF-8 `invalid_utf8`, not a
+//! JSON object with a string `text` `bad_request`) gets its own error line
+//! `{"id", "line", "error": {"code", "message"}}` and the lines after it are still answered; the
+//! exit code is then 2.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
+use bridle_core::Code;
 use bridle_core::guard::Detector;
 use bridle_core::guard::eval::{self, Report};
 use bridle_core::guard::mask::{Masker, load_gitleaks};
+use bridle_core::guard::sanitize::{Channel, Limits};
+use serde_json::Value;
 
+use super::input::{Line, Lines};
 use super::out;
 
-fn read_input(file: Option<&Path>) -> anyhow::Result<String> {
-    match file {
-        None => read_stdin(),
-        Some(p) if p.as_os_str() == "-" => read_stdin(),
-        Some(p) => std::fs::read_to_string(p).with_context(|| format!("reading `{}`", p.display())),
-    }
+/// Longest JSON line of `--jsonl` input (bytes): room for a document-sized `text` with escapes.
+pub const JSONL_LINE_BYTES: usize = 8 * 1024 * 1024;
+
+/// One input line: a text to work on, or why the line was refused.
+enum Item {
+    Text { id: Value, text: String },
+    Refused { id: Value, code: Code, message: String },
 }
 
-fn read_stdin() -> anyhow::Result<String> {
-    let mut s = String::new();
-    std::io::stdin().read_to_string(&mut s).context("reading stdin")?;
-    Ok(s)
-}
-
-/// One input: `(id, text)`. With `--jsonl`, each line is an object with `id` and `text`;
-/// otherwise each line is a text and its id is its 1-based line number.
-fn inputs(text: &str, jsonl: bool) -> anyhow::Result<Vec<(serde_json::Value, String)>> {
-    let mut out = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        if jsonl {
-            if line.trim().is_empty() {
-                continue;
+/// Reads `file` (or stdin) line by line in constant memory and hands each input to `each`, in
+/// order. Plain lines are texts (id: the line number), at most the document limit long; with
+/// `jsonl`, each non-blank line is an object with `text` (at most the document limit) and an
+/// optional `id`. A bad line becomes [`Item::Refused`] and the rest go on. Returns whether any
+/// line was refused.
+fn each_input(
+    file: Option<&Path>,
+    jsonl: bool,
+    limits: &Limits,
+    mut each: impl FnMut(u64, Item) -> anyhow::Result<()>,
+) -> anyhow::Result<bool> {
+    let mut lines = Lines::open(file)?;
+    let cap = if jsonl { JSONL_LINE_BYTES } else { limits.document_bytes };
+    let mut refused = false;
+    while let Some((n, line)) = lines.next_line(cap).context("reading the input")? {
+        let item = match line {
+            Line::TooLong(bytes) => {
+                let message = format!("line {n} has {bytes} bytes; at most {cap} are read");
+                Item::Refused { id: plain_id(n, jsonl), code: Code::InputTooLong, message }
             }
-            let v: serde_json::Value =
-                serde_json::from_str(line).with_context(|| format!("line {}: not a JSON object", n + 1))?;
-            let t = v
-                .get("text")
-                .and_then(serde_json::Value::as_str)
-                .with_context(|| format!("line {}: no `text`", n + 1))?;
-            out.push((v.get("id").cloned().unwrap_or(serde_json::Value::Null), t.to_owned()));
-        } else {
-            out.push((serde_json::Value::from(n + 1), line.to_owned()));
-        }
+            Line::NotUtf8(at) => {
+                let message = format!("line {n} is not UTF-8 (invalid byte at offset {at})");
+                Item::Refused { id: plain_id(n, jsonl), code: Code::InvalidUtf8, message }
+            }
+            Line::Text(text) if !jsonl => Item::Text { id: Value::from(n), text: text.to_owned() },
+            Line::Text(text) if text.trim().is_empty() => continue,
+            Line::Text(text) => json_item(n, text, limits),
+        };
+        refused |= matches!(item, Item::Refused { .. });
+        each(n, item)?;
     }
-    Ok(out)
+    Ok(refused)
+}
+
+/// The id of a line that could not be read: its number for plain lines, none for JSON lines.
+fn plain_id(n: u64, jsonl: bool) -> Value {
+    if jsonl { Value::Null } else { Value::from(n) }
+}
+
+fn json_item(n: u64, line: &str, limits: &Limits) -> Item {
+    let value: Value = match serde_json::from_str(line) {
+        Ok(v) => v,
+        Err(e) => {
+            let message = format!("line {n} is not JSON: {e}");
+            return Item::Refused { id: Value::Null, code: Code::BadRequest, message };
+        }
+    };
+    let id = value.get("id").cloned().unwrap_or(Value::Null);
+    let Some(text) = value.get("text").and_then(Value::as_str) else {
+        let message = format!("line {n} is not an object with a string `text`");
+        return Item::Refused { id, code: Code::BadRequest, message };
+    };
+    match limits.check(Channel::Document, text) {
+        Ok(()) => Item::Text { id, text: text.to_owned() },
+        Err(r) => Item::Refused { id, code: r.code, message: format!("line {n}: {}", r.message) },
+    }
+}
+
+/// The output line of a refused input.
+fn refused_line(n: u64, id: &Value, code: Code, message: &str) -> serde_json::Map<String, Value> {
+    let mut line = serde_json::Map::new();
+    line.insert("id".to_owned(), id.clone());
+    line.insert("line".to_owned(), Value::from(n));
+    line.insert("error".to_owned(), serde_json::json!({"code": code.as_str(), "message": message}));
+    line
+}
+
+/// Exit 0 when every line was answered, 2 when any was refused (its error line says why).
+fn exit(command: &str, refused: bool) -> ExitCode {
+    if refused {
+        eprintln!("bridle guard {command}: some input lines were refused (see their `error` lines)");
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 fn detector() -> anyhow::Result<Detector> {
     Detector::new().map_err(|e| anyhow::anyhow!("{e}"))
 }
 
-/// `bridle guard scan`: one JSON line per input, in order.
+/// `bridle guard scan`: one JSON line per input, in order. A refused line is blocked whole
+/// (`"verdict": "block"` beside its `error`): never scanned in part.
 pub fn scan(file: Option<&Path>, jsonl: bool) -> anyhow::Result<ExitCode> {
     let detector = detector()?;
-    let limits = bridle_core::guard::sanitize::Limits::default();
-    let text = read_input(file)?;
-    for (id, t) in inputs(&text, jsonl)? {
-        let d = match bridle_core::guard::scan_document(&detector, &limits, &t) {
-            Ok(d) => d,
-            Err(r) => {
-                // Over the document limit: never scanned in part, so blocked whole.
-                eprintln!("input {id}: {r}");
-                let mut d = bridle_core::guard::Detection::clean();
-                d.verdict = bridle_core::guard::GuardVerdict::Block;
-                d.score = 1.0;
-                d
-            }
+    let limits = Limits::default();
+    let refused = each_input(file, jsonl, &limits, |n, item| {
+        let line = match item {
+            Item::Text { id, text } => match bridle_core::guard::scan_document(&detector, &limits, &text) {
+                Ok(d) => serde_json::json!({
+                    "id": id,
+                    "verdict": d.verdict.as_str(),
+                    "score": d.score,
+                    "categories": d.categories.iter().map(|c| c.as_str()).collect::<Vec<_>>(),
+                }),
+                Err(r) => blocked(refused_line(n, &id, r.code, &r.message)),
+            },
+            Item::Refused { id, code, message } => blocked(refused_line(n, &id, code, &message)),
         };
-        let line = serde_json::json!({
-            "id": id,
-            "verdict": d.verdict.as_str(),
-            "score": d.score,
-            "categories": d.categories.iter().map(|c| c.as_str()).collect::<Vec<_>>(),
-        });
-        out::line(&line.to_string())?;
-    }
-    Ok(ExitCode::SUCCESS)
+        out::line(&line.to_string())
+    })?;
+    Ok(exit("scan", refused))
+}
+
+fn blocked(mut line: serde_json::Map<String, Value>) -> Value {
+    line.insert("verdict".to_owned(), Value::from(bridle_core::guard::GuardVerdict::Block.as_str()));
+    Value::Object(line)
 }
 
 /// `bridle guard mask`: one JSON line per input, in order; `--rules` adds gitleaks-format rules and
-/// the configuration's `[guard] sensitive_terms` are masked too.
+/// the configuration's `[guard] sensitive_terms` are masked too. A refused line prints no text.
 pub fn mask(config: Option<&Path>, file: Option<&Path>, jsonl: bool, rules: Option<&Path>) -> anyhow::Result<ExitCode> {
     let terms = super::config(config)?.guard.sensitive_terms;
     let mut masker = Masker::new().and_then(|m| m.with_terms(&terms)).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -93,13 +152,17 @@ pub fn mask(config: Option<&Path>, file: Option<&Path>, jsonl: bool, rules: Opti
         }
         masker = masker.with_extra(extra);
     }
-    let text = read_input(file)?;
-    for (id, t) in inputs(&text, jsonl)? {
-        let m = masker.mask(&t);
-        let line = serde_json::json!({"id": id, "masked": m.masked, "findings": m.findings});
-        out::line(&line.to_string())?;
-    }
-    Ok(ExitCode::SUCCESS)
+    let refused = each_input(file, jsonl, &Limits::default(), |n, item| {
+        let line = match item {
+            Item::Text { id, text } => {
+                let m = masker.mask(&text);
+                serde_json::json!({"id": id, "masked": m.masked, "findings": m.findings})
+            }
+            Item::Refused { id, code, message } => Value::Object(refused_line(n, &id, code, &message)),
+        };
+        out::line(&line.to_string())
+    })?;
+    Ok(exit("mask", refused))
 }
 
 /// `bridle guard eval FILE...`.

@@ -10,12 +10,14 @@
 //! auth_header = "Authorization"             # default; value `Bearer <credential>`
 //! auth_scheme = "Bearer"                    # "" sends the credential alone
 //! status_path = "/jobs/{job_id}"            # optional: where `outcome` asks about a job
+//! context_headers = { tenant = "X-Bridle-Tenant", subject = "X-Bridle-Subject" }  # + run_id, incident
 //!
 //! [adapters.command.kubectl-scale]
 //! argv = ["/usr/bin/kubectl", "scale", "{service}", "--replicas", "{replicas}"]
 //! env_allow = ["PATH"]
 //! timeout_ms = 5000
 //! max_output_bytes = 65536
+//! context_env = { tenant = "BRIDLE_TENANT", run_id = "BRIDLE_RUN_ID" }   # + subject, incident
 //!
 //! [adapters.mcp.upstream]                  # an upstream MCP server (the gateway)
 //! command = ["/usr/bin/python3", "server.py"]  # stdio: argv only, cleared env + env_allow
@@ -29,7 +31,13 @@
 //! ```
 //!
 //! A `{param}` placeholder must name a parameter of the tool's input schema (`{job_id}` in
-//! `status_path`). In `argv` a placeholder is a whole element, never part of one.
+//! `status_path`). In `argv` a placeholder is a whole element, never part of one. A request path
+//! may also hold `{bridle.tenant}`, `{bridle.subject}`, `{bridle.run_id}` and `{bridle.incident}`.
+//!
+//! The call's context (tenant, subject, run id, incident) reaches the target only where an
+//! adapter asks for it: `context_headers` (HTTP), `context_env` (command) and the `{bridle.…}`
+//! path placeholders. Its values come from the authenticated principal and the server's run
+//! record, never from the tool's arguments.
 //!
 //! A tool with `adapter = "mcp:NAME"` calls the upstream tool `upstream_tool` (default: its own
 //! name). Its contract is Bridle's like any other (mode, scope, risk, approval, executor and a
@@ -45,6 +53,7 @@ use serde_json::Value;
 use super::raw::RawTool;
 use super::validate::Errors;
 use crate::contract::Registry;
+use crate::ports::AdapterCall;
 
 /// Default adapter timeout.
 const DEFAULT_TIMEOUT_MS: u64 = 5_000;
@@ -85,6 +94,31 @@ struct RawHttp {
     auth_header: Option<String>,
     auth_scheme: Option<String>,
     status_path: Option<String>,
+    context_headers: Option<RawContext>,
+}
+
+/// Where each piece of a call's context goes (a header or a variable name per field).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawContext {
+    tenant: Option<String>,
+    subject: Option<String>,
+    run_id: Option<String>,
+    incident: Option<String>,
+}
+
+impl RawContext {
+    fn names(&self) -> Vec<(ContextField, String)> {
+        [
+            (ContextField::Tenant, &self.tenant),
+            (ContextField::Subject, &self.subject),
+            (ContextField::RunId, &self.run_id),
+            (ContextField::Incident, &self.incident),
+        ]
+        .into_iter()
+        .filter_map(|(field, name)| name.clone().map(|n| (field, n)))
+        .collect()
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -95,6 +129,7 @@ struct RawCommand {
     env_allow: Vec<String>,
     timeout_ms: Option<u64>,
     max_output_bytes: Option<usize>,
+    context_env: Option<RawContext>,
 }
 
 /// A tool's HTTP request template (`[tools.X] request = { … }`).
@@ -119,6 +154,8 @@ pub struct HttpAdapterSettings {
     pub auth_scheme: String,
     /// Path template asked by `outcome` (`{job_id}`), if any.
     pub status_path: Option<String>,
+    /// Headers carrying the call's context (`context_headers`), in field order.
+    pub context_headers: Vec<(ContextField, String)>,
 }
 
 /// A configured command (argv only, never a shell).
@@ -132,6 +169,134 @@ pub struct CommandAdapterSettings {
     pub timeout: Duration,
     /// Most stdout bytes accepted; more fails the call.
     pub max_output_bytes: usize,
+    /// Environment variables carrying the call's context (`context_env`), in field order.
+    pub context_env: Vec<(ContextField, String)>,
+}
+
+/// One piece of a call's context an adapter can pass on to its target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ContextField {
+    /// The principal's tenant.
+    Tenant,
+    /// The principal's subject (for a change: the approved plan's requester).
+    Subject,
+    /// The run id (the server's run record).
+    RunId,
+    /// The run's incident.
+    Incident,
+}
+
+impl ContextField {
+    /// Every field, in order.
+    pub const ALL: [ContextField; 4] = [Self::Tenant, Self::Subject, Self::RunId, Self::Incident];
+
+    /// Its name in `context_headers` / `context_env`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Tenant => "tenant",
+            Self::Subject => "subject",
+            Self::RunId => "run_id",
+            Self::Incident => "incident",
+        }
+    }
+
+    /// Its path placeholder: `bridle.tenant`, `bridle.subject`, `bridle.run_id`, `bridle.incident`.
+    pub const fn placeholder(self) -> &'static str {
+        match self {
+            Self::Tenant => "bridle.tenant",
+            Self::Subject => "bridle.subject",
+            Self::RunId => "bridle.run_id",
+            Self::Incident => "bridle.incident",
+        }
+    }
+
+    /// The field named by a path placeholder.
+    pub fn from_placeholder(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|f| f.placeholder() == name)
+    }
+
+    /// Its value in `call`.
+    pub fn value(self, call: &AdapterCall) -> &str {
+        match self {
+            Self::Tenant => &call.tenant,
+            Self::Subject => &call.subject,
+            Self::RunId => &call.run_id,
+            Self::Incident => &call.incident,
+        }
+    }
+}
+
+/// Headers a context header may not replace (framing, the credential, the job's own headers).
+const RESERVED_HEADERS: &[&str] = &[
+    "authorization",
+    "connection",
+    "content-length",
+    "content-type",
+    "cookie",
+    "expect",
+    "host",
+    "idempotency-key",
+    "if-match",
+    "keep-alive",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
+fn is_header_name(name: &str) -> bool {
+    !name.is_empty() && name.len() <= 64 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+}
+
+fn context_headers(
+    at: &str,
+    raw: Option<&RawContext>,
+    auth_header: &str,
+    errors: &mut Errors,
+) -> Vec<(ContextField, String)> {
+    let names = raw.map(RawContext::names).unwrap_or_default();
+    let mut seen: Vec<String> = Vec::new();
+    for (field, name) in &names {
+        let at = format!("{at}.context_headers.{}", field.as_str());
+        let lower = name.to_ascii_lowercase();
+        if !is_header_name(name) {
+            errors.push(at, format!("`{name}` is not a header name (letters, digits, `-`; at most 64)"));
+        } else if RESERVED_HEADERS.contains(&lower.as_str()) || lower == auth_header.to_ascii_lowercase() {
+            errors.push(at, format!("`{name}` is a header Bridle sets itself"));
+        } else if seen.contains(&lower) {
+            errors.push(at, format!("`{name}` is named twice"));
+        }
+        seen.push(lower);
+    }
+    names
+}
+
+fn context_env(
+    at: &str,
+    raw: Option<&RawContext>,
+    env_allow: &[String],
+    errors: &mut Errors,
+) -> Vec<(ContextField, String)> {
+    let names = raw.map(RawContext::names).unwrap_or_default();
+    let mut seen: Vec<&str> = Vec::new();
+    for (field, name) in &names {
+        let at = format!("{at}.context_env.{}", field.as_str());
+        if !is_env_name(name) {
+            errors.push(at, format!("`{name}` is not an environment variable name"));
+        } else if matches!(name.as_str(), "BRIDLE_IDENTITY" | "BRIDLE_JOB_ID" | "PATH")
+            || name.starts_with("LD_")
+            || name.starts_with("DYLD_")
+        {
+            errors.push(at, format!("`{name}` may not carry the call's context"));
+        } else if env_allow.contains(name) {
+            errors.push(at, format!("`{name}` is also in `env_allow`"));
+        } else if seen.contains(&name.as_str()) {
+            errors.push(at, format!("`{name}` is named twice"));
+        }
+        seen.push(name);
+    }
+    names
 }
 
 /// How Bridle reaches an upstream MCP server.
@@ -308,12 +473,14 @@ pub(super) fn adapter_settings(
             }
             check_template(&format!("{at}.status_path"), path, Some(&[]), &["job_id"], errors);
         }
+        let context_headers = context_headers(&at, h.context_headers.as_ref(), &auth_header, errors);
         let http = HttpAdapterSettings {
             base_url: h.base_url.trim_end_matches('/').to_owned(),
             timeout: timeout(&at, h.timeout_ms, errors),
             auth_header,
             auth_scheme: h.auth_scheme.clone().unwrap_or_else(|| "Bearer".to_owned()),
             status_path: h.status_path.clone(),
+            context_headers,
         };
         settings.http.insert(name.clone(), http);
     }
@@ -347,6 +514,7 @@ pub(super) fn adapter_settings(
             env_allow: c.env_allow.clone(),
             timeout: timeout(&at, c.timeout_ms, errors),
             max_output_bytes: max,
+            context_env: context_env(&at, c.context_env.as_ref(), &c.env_allow, errors),
         };
         settings.command.insert(name.clone(), command);
     }
@@ -419,7 +587,8 @@ pub(super) fn adapter_settings(
                 if !request.path.starts_with('/') {
                     errors.push(format!("{at}.request.path"), "must start with `/`");
                 }
-                check_template(&format!("{at}.request.path"), &request.path, params.as_deref(), &[], errors);
+                let context = ContextField::ALL.map(ContextField::placeholder);
+                check_template(&format!("{at}.request.path"), &request.path, params.as_deref(), &context, errors);
                 let body = match request.body.as_deref() {
                     Some("arguments") => RequestBody::Arguments,
                     Some("none") => RequestBody::None,

@@ -3,7 +3,9 @@
 //! - An argv element `{param}` becomes the argument's value as exactly one argument; nothing is
 //!   ever interpreted by a shell (`; rm -rf /` arrives as one literal element).
 //! - The environment is cleared except the configured allowlist, plus `BRIDLE_IDENTITY` (the
-//!   executor identity) and `BRIDLE_JOB_ID` (changes: lets the program deduplicate).
+//!   executor identity) and `BRIDLE_JOB_ID` (changes: lets the program deduplicate), plus the
+//!   call's context where `context_env` names a variable for it (tenant, subject, run id,
+//!   incident: from the principal and the run record, never from arguments).
 //! - stdin is closed; the process is killed on timeout (`kill_on_drop`); stdout is capped at
 //!   `max_output_bytes` (more fails the call, never buffered unbounded); a non-zero exit fails
 //!   with a clipped stderr. stdout is returned as JSON when it parses, else as `{"output": …}`.
@@ -103,6 +105,13 @@ impl CommandAdapter {
         command.env("BRIDLE_IDENTITY", &call.identity);
         if let Some(job) = &call.job_id {
             command.env("BRIDLE_JOB_ID", job);
+        }
+        for (field, var) in &self.settings.context_env {
+            let value = field.value(call);
+            if value.contains('\0') {
+                return Err(AdapterError::Failed(format!("the {} holds a NUL character", field.as_str())));
+            }
+            command.env(var, value);
         }
         command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
         let mut child = command

@@ -10,11 +10,17 @@
 //!   fails the call. Non-2xx → `Failed` with the status and a clipped, masked snippet; timeouts
 //!   → `Timeout`; a change whose answer is lost after sending → `Lost`.
 //! - `outcome` asks `status_path` (`{job_id}`): 2xx → applied, 404 → not applied, else unknown.
+//! - The call's context goes out where the adapter's config asks: `context_headers` (tenant,
+//!   subject, run id, incident, each in its own header) and `{bridle.…}` path placeholders
+//!   (percent-encoded). Values come from the principal and the run record, never from
+//!   arguments; a value a header cannot carry as it is (a control character such as CR or LF,
+//!   anything outside printable ASCII) fails the call before anything is sent, so no value can
+//!   add a header of its own.
 
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
-use bridle_core::config::{HttpAdapterSettings, RequestBody};
+use bridle_core::config::{ContextField, HttpAdapterSettings, RequestBody};
 use bridle_core::contract::Mode;
 use bridle_core::job::Job;
 use bridle_core::ports::{Adapter, AdapterCall, AdapterError, Outcome};
@@ -130,8 +136,11 @@ impl HttpAdapter {
 
     async fn send(&self, call: &AdapterCall, mode: Mode) -> Result<Value, AdapterError> {
         let tool = self.tool(call, mode)?;
-        let path = fill_path(&tool.path, &call.arguments)?;
+        let path = fill_path_for(&tool.path, call)?;
         let mut request = self.request(tool.method.clone(), &path, &call.identity);
+        for (field, header) in &self.settings.context_headers {
+            request = request.header(header.as_str(), header_value(*field, call)?);
+        }
         let expected = call.arguments.get(VERSION_FIELD).map(render);
         if mode == Mode::Change {
             if let Some(job) = &call.job_id {
@@ -234,15 +243,45 @@ pub fn percent_encode(text: &str) -> String {
     out
 }
 
+/// A context field as a header value: printable ASCII only, so no value can end the header
+/// and start another (CR, LF) or be read differently by the target.
+// INVARIANT: a context header carries exactly its one value, or the call fails unsent.
+pub fn header_value(field: ContextField, call: &AdapterCall) -> Result<String, AdapterError> {
+    let value = field.value(call);
+    if value.chars().all(|c| c == ' ' || c.is_ascii_graphic()) {
+        Ok(value.to_owned())
+    } else {
+        Err(AdapterError::Failed(format!(
+            "the {} {value:?} cannot be sent in a header (printable ASCII only)",
+            field.as_str()
+        )))
+    }
+}
+
 /// Fills `{param}` placeholders of a path template from the arguments, percent-encoded.
 pub fn fill_path(template: &str, arguments: &Value) -> Result<String, AdapterError> {
+    fill(template, arguments, None)
+}
+
+/// [`fill_path`] for a call: `{bridle.tenant}`, `{bridle.subject}`, `{bridle.run_id}` and
+/// `{bridle.incident}` come from the call's context, every other placeholder from its arguments.
+pub fn fill_path_for(template: &str, call: &AdapterCall) -> Result<String, AdapterError> {
+    fill(template, &call.arguments, Some(call))
+}
+
+fn fill(template: &str, arguments: &Value, call: Option<&AdapterCall>) -> Result<String, AdapterError> {
     let names = bridle_core::config::placeholders(template).map_err(AdapterError::Failed)?;
     let mut path = template.to_owned();
     for name in names {
-        let value = arguments
-            .get(name)
-            .ok_or_else(|| AdapterError::Failed(format!("argument `{name}` is missing for the request path")))?;
-        let value = render(value)?;
+        let context = ContextField::from_placeholder(name);
+        let value =
+            match (context, call) {
+                (Some(field), Some(call)) => field.value(call).to_owned(),
+                (Some(_), None) => return Err(AdapterError::Failed(format!("`{{{name}}}` needs the call's context"))),
+                (None, _) => render(arguments.get(name).ok_or_else(|| {
+                    AdapterError::Failed(format!("argument `{name}` is missing for the request path"))
+                })?)?,
+            };
         // `.`, `..` (even percent-encoded) would be resolved as path segments by the URL parser.
         if matches!(value.as_str(), "" | "." | "..") {
             return Err(AdapterError::Failed(format!("argument `{name}` may not be empty, `.` or `..` in a path")));

@@ -38,6 +38,9 @@ pub(super) async fn read(
     let call = AdapterCall {
         tool: tool.name.clone(),
         tenant: principal.tenant.clone(),
+        subject: principal.subject.clone(),
+        run_id: run.run_id.clone(),
+        incident: run.incident.clone(),
         arguments: args.clone(),
         identity: tool.executor.clone(),
         job_id: None,
@@ -104,9 +107,13 @@ pub(super) async fn change(
     }
     t.job_id = Some(job.id.clone());
     t.executor = Some(tool.executor.clone());
+    // The adapter is told the approved plan's tenant, requester, run and incident.
     let call = AdapterCall {
         tool: tool.name.clone(),
-        tenant: principal.tenant.clone(),
+        tenant: job.plan.tenant.clone(),
+        subject: job.plan.subject.clone(),
+        run_id: job.plan.run_id.clone(),
+        incident: job.plan.incident.clone(),
         arguments: job.plan.arguments.clone(),
         identity: tool.executor.clone(),
         job_id: Some(job.id.clone()),

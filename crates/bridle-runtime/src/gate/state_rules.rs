@@ -4,8 +4,9 @@
 use std::time::Instant;
 
 use bridle_core::contract::{ToolContract, read_field};
+use bridle_core::plan::Plan;
 use bridle_core::ports::AdapterCall;
-use bridle_core::{Code, Principal, Rejection};
+use bridle_core::{Code, Rejection};
 use serde_json::{Map, Value, json};
 
 use super::trace::Trace;
@@ -13,7 +14,7 @@ use super::{Gate, Stop, elapsed_us};
 
 pub(super) async fn check(
     gate: &Gate,
-    principal: &Principal,
+    plan: &Plan,
     tool: &ToolContract,
     args: &Value,
     t: &mut Trace,
@@ -27,7 +28,7 @@ pub(super) async fn check(
             .get(&delta.read_tool)
             .ok_or_else(|| unavailable(format!("read tool `{}` is not registered", delta.read_tool)))?;
         let started = Instant::now();
-        let read = read_state(gate, &principal.tenant, reader, args).await;
+        let read = read_state(gate, plan, reader, args).await;
         t.adapter_us += elapsed_us(started);
         let state = match read {
             Ok(state) => state,
@@ -62,10 +63,11 @@ pub(crate) enum ReadFailure {
 }
 
 /// Reads the current state with read tool `reader` under its own executor identity, in
-/// `tenant`. The read call takes the change call's values for the read tool's own parameters.
+/// the plan's tenant and run. The read call takes the change call's values for the read tool's
+/// own parameters.
 pub(crate) async fn read_state(
     gate: &Gate,
-    tenant: &str,
+    plan: &Plan,
     reader: &ToolContract,
     args: &Value,
 ) -> Result<Value, ReadFailure> {
@@ -81,7 +83,10 @@ pub(crate) async fn read_state(
         .unwrap_or_default();
     let call = AdapterCall {
         tool: reader.name.clone(),
-        tenant: tenant.to_owned(),
+        tenant: plan.tenant.clone(),
+        subject: plan.subject.clone(),
+        run_id: plan.run_id.clone(),
+        incident: plan.incident.clone(),
         arguments: Value::Object(read_args),
         identity: reader.executor.clone(),
         job_id: None,

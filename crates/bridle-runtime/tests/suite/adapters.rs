@@ -284,13 +284,23 @@ fn command(argv: &[&str], env_allow: &[&str], timeout_ms: u64, max_output_bytes:
         env_allow: env_allow.iter().map(|s| (*s).to_owned()).collect(),
         timeout: Duration::from_millis(timeout_ms),
         max_output_bytes,
+        context_env: Vec::new(),
     };
     let tools = BTreeMap::from([("run".to_owned(), (Mode::Read, "box-reader".to_owned()))]);
     CommandAdapter::new("box", settings, tools)
 }
 
 fn call(arguments: Value) -> AdapterCall {
-    AdapterCall { tool: "run".into(), tenant: "t".into(), arguments, identity: "box-reader".into(), job_id: None }
+    AdapterCall {
+        tool: "run".into(),
+        tenant: "t".into(),
+        subject: "s".into(),
+        run_id: "r".into(),
+        incident: "i".into(),
+        arguments,
+        identity: "box-reader".into(),
+        job_id: None,
+    }
 }
 
 #[tokio::test]

@@ -331,6 +331,9 @@ async fn the_fab_enforces_its_own_preconditions_whatever_the_gate_decided() {
     let call = |tool: &str, arguments: Value, identity: &str| AdapterCall {
         tool: tool.into(),
         tenant: "fab-1".into(),
+        subject: "engineer".into(),
+        run_id: "run-1".into(),
+        incident: "inc-1".into(),
         arguments,
         identity: identity.into(),
         job_id: Some(format!("job-{tool}")),

@@ -117,6 +117,9 @@ async fn the_checkout_example_pauses_for_the_desk_then_scales_once() {
     assert_eq!(done.state["scaled"]["approval_id"], id.as_str());
     let read = bridle_core::ports::AdapterCall {
         tenant: "tenant-a".into(),
+        subject: "operator-1".into(),
+        run_id: "run-1".into(),
+        incident: "inc-1".into(),
         tool: "get_service_snapshot".into(),
         arguments: json!({"service": "checkout"}),
         identity: "reader-identity".into(),
