@@ -35,7 +35,7 @@ pub struct OutcomeBody {
     /// The outcome.
     pub outcome: ActionOutcome,
     /// What was seen, at most 2000 characters; secrets and personal data are masked before it is stored.
-    #[schema(max_length = 2000)]
+    #[schema(max_length = 2000, pattern = r"^[^\x00-\x08\x0B\x0C\x0E-\x1F\x7F-\x9F]*$")]
     pub note: Option<String>,
 }
 
@@ -72,7 +72,9 @@ pub async fn rate(
         return Err(ApiError::bad_request(format!("`note` is longer than {MAX_NOTE_CHARS} characters")));
     }
     let bad = |e: bridle_core::bounds::BoundError| ApiError::bad_request(e.to_string());
-    bridle_core::bounds::check_id("job_id", &job_id).map_err(bad)?;
+    // A job id that breaks the id bound names no job of mine: not found, like an unknown one.
+    bridle_core::bounds::check_id("job_id", &job_id)
+        .map_err(|_| ApiError::not_found("no executed action with that job id"))?;
     if let Some(note) = &body.note {
         bridle_core::bounds::check_reason("note", note).map_err(bad)?;
     }

@@ -22,7 +22,11 @@ use crate::limits::JsonBody;
 pub struct RejectBody {
     /// Why the plan is refused (shown to the requester, kept in the audit log); not blank, at
     /// most 2,000 characters, no NUL or other control character but tab and line breaks.
-    #[schema(min_length = 1, max_length = 2000, pattern = r"\S")]
+    #[schema(
+        min_length = 1,
+        max_length = 2000,
+        pattern = r"^[^\x00-\x08\x0B\x0C\x0E-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x08\x0B\x0C\x0E-\x1F\x7F-\x9F]*$"
+    )]
     pub reason: String,
 }
 
@@ -30,8 +34,14 @@ fn require_approver(caller: &Caller) -> Result<(), ApiError> {
     caller.require_any(&[SCOPE_GRANT, SCOPE_SIGN_OFF])
 }
 
+/// An id that breaks the id bound names no request of mine: not found, like an unknown one.
+fn known_id(id: &str) -> Result<(), ApiError> {
+    bridle_core::bounds::check_id("approval_id", id)
+        .map_err(|_| ApiError::not_found("no approval request with that id"))
+}
+
 async fn load(state: &AppState, caller: &Caller, id: &str) -> Result<ApprovalRequest, ApiError> {
-    bridle_core::bounds::check_id("approval_id", id).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    known_id(id)?;
     state
         .gate
         .stores()
@@ -142,6 +152,7 @@ pub async fn approve(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     require_approver(&caller)?;
+    known_id(&id)?;
     // The desk answers an id outside the caller's tenant with `not_found` and audits the attempt.
     answer(&state.gate.grant(&caller.0, &id).await.map_err(desk_error)?)
 }
@@ -167,6 +178,7 @@ pub async fn reject(
     JsonBody(body): JsonBody<RejectBody>,
 ) -> Result<Json<Value>, ApiError> {
     require_approver(&caller)?;
+    known_id(&id)?;
     if body.reason.trim().is_empty() {
         return Err(ApiError::bad_request("a rejection needs a `reason`"));
     }

@@ -31,20 +31,25 @@ pub struct CallBody {
     pub answer: Option<String>,
     /// Run id; part of the plan an approval binds.
     #[serde(default)]
+    #[schema(max_length = 128, pattern = r"^[A-Za-z0-9_.:/@-]*$")]
     pub run_id: String,
     /// Incident id; part of the plan an approval binds.
     #[serde(default)]
+    #[schema(max_length = 128, pattern = r"^[A-Za-z0-9_.:/@-]*$")]
     pub incident: String,
     /// Client idempotency key (per tenant and subject); with an answer of several calls, call
     /// `n` (from 1) uses `KEY/n`.
+    #[schema(max_length = 128, pattern = r"^[A-Za-z0-9_.:/@-]*$")]
     pub idempotency_key: Option<String>,
     /// Approval to use; without one, an approval granted for the exact plan is looked up.
+    #[schema(max_length = 128, pattern = r"^[A-Za-z0-9_.:/@-]*$")]
     pub approval_id: Option<String>,
     /// Decide only: consume, create, store and execute nothing.
     #[serde(default)]
     pub dry_run: bool,
     /// The registered agent (`[[agents]]` id) the call is made for: it must be registered and
     /// allowed the tool (else `policy_denied`), and its kill switch applies. Absent: no agent.
+    #[schema(max_length = 64, pattern = r"^[A-Za-z0-9_.:/@-]*$")]
     pub agent: Option<String>,
 }
 

@@ -48,7 +48,7 @@ pub struct FeedbackBody {
     #[schema(minimum = 0.0, maximum = 1.0)]
     pub score: Option<f64>,
     /// Free text, at most 2000 characters; secrets and personal data are masked before it is stored.
-    #[schema(max_length = 2000)]
+    #[schema(max_length = 2000, pattern = r"^[^\x00-\x08\x0B\x0C\x0E-\x1F\x7F-\x9F]*$")]
     pub comment: Option<String>,
     /// `operator` (default) or `automatic`.
     pub source: Option<FeedbackSource>,

@@ -31,7 +31,7 @@ pub struct KillBody {
     pub agent: Option<String>,
     /// Why (kept with the switch and in the audit log): at most 2,000 characters, no NUL or
     /// other control character but tab and line breaks. Absent or blank: `no reason given`.
-    #[schema(max_length = 2000)]
+    #[schema(max_length = 2000, pattern = r"^[^\x00-\x08\x0B\x0C\x0E-\x1F\x7F-\x9F]*$")]
     #[serde(default)]
     pub reason: Option<String>,
 }

@@ -71,7 +71,7 @@ pub struct FabInput {
     pub anomaly: FabAnomaly,
     /// The incident id the run's audit events carry (empty when absent).
     #[serde(default)]
-    #[schema(max_length = 200)]
+    #[schema(max_length = 128, pattern = r"^[A-Za-z0-9_.:/@-]*$")]
     pub incident: String,
 }
 
@@ -106,6 +106,7 @@ pub enum StartBody {
 #[serde(deny_unknown_fields)]
 pub struct ResumeBody {
     /// A pending interrupt of the run (`GET /v1/runs/{id}` lists them).
+    #[schema(max_length = 512, pattern = r"^[^\x00-\x1F\x7F-\x9F]*$")]
     pub interrupt_id: String,
     /// The answer (any JSON value; null when absent).
     #[serde(default)]

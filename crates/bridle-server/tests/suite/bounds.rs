@@ -89,10 +89,11 @@ async fn nul_in_each_stored_field_is_refused_with_bad_request_over_http() {
         let (status, answer) =
             post(&app, &format!("/v1/approvals/{id}/reject"), Some(&op), &json!({"reason": "no\u{0}pe"})).await;
         assert_eq!((status, code(&answer)), (StatusCode::BAD_REQUEST, "bad_request"), "{answer}");
+        // An approval id with a NUL names no request: 404 like an unknown id, nothing stored.
         let (status, answer) = post(&app, "/v1/approvals/a%00b/reject", Some(&op), &json!({"reason": "nope"})).await;
-        assert_eq!((status, code(&answer)), (StatusCode::BAD_REQUEST, "bad_request"), "{answer}");
+        assert_eq!((status, code(&answer)), (StatusCode::NOT_FOUND, "not_found"), "{answer}");
         let (status, answer) = get(&app, "/v1/approvals/a%00b", Some(&op)).await;
-        assert_eq!((status, code(&answer)), (StatusCode::BAD_REQUEST, "bad_request"), "{answer}");
+        assert_eq!((status, code(&answer)), (StatusCode::NOT_FOUND, "not_found"), "{answer}");
         let pending = gate.stores().approvals.list_pending("tenant-a", time::OffsetDateTime::now_utc()).await.unwrap();
         assert_eq!(pending.len(), 1, "still pending");
         // A kill reason with a NUL: 400, and no switch.
