@@ -494,6 +494,10 @@ enum TokenCommand {
         /// Lifetime: `90s`, `15m`, `1h`, `7d`.
         #[arg(long, default_value = "1h")]
         ttl: String,
+        /// The `[[agents]]` id this token belongs to (`agent` claim): every call made with it is
+        /// that agent's, and a request naming another agent is refused.
+        #[arg(long)]
+        agent: Option<String>,
     },
 }
 
@@ -822,8 +826,9 @@ fn main() -> ExitCode {
                 })
                 .await
             }
-            Command::Token { command: TokenCommand::Issue { subject, tenant, services, scopes, ttl } } => {
-                let args = commands::token::IssueArgs { subject, tenant, services, scopes, ttl };
+            Command::Token { command: TokenCommand::Issue { subject, tenant, services, scopes, ttl, agent } } => {
+                let args =
+                    commands::token::IssueArgs { subject, tenant, services, scopes, ttl, agent: agent.as_deref() };
                 commands::token::issue(&args, cli.json)
             }
         }

@@ -1,10 +1,13 @@
 //! The agent registry (`[[agents]]`): who may act, with which tools, model and prompt, up to
 //! which risk; and the versions every audit event and decision record carries.
 //!
-//! A call names its agent (`CallRequest::agent`); [`AgentRegistry::check`] is the policy step's
-//! agent rule: an unregistered agent, a tool outside the agent's set or above its risk ceiling
-//! is denied. A call that names no agent is not on an agent's behalf and is decided by the
-//! principal's policy alone, as before. This module decides; it reads nothing.
+//! Who the agent of a call is comes from the credential first ([`AgentRegistry::acting`]): a
+//! token's `agent` claim, else an `[[agents]] principals` binding of its subject; a request may
+//! restate that agent, never change it. Only a credential that names no agent lets the request's
+//! own `agent` field speak. [`AgentRegistry::check`] is the policy step's agent rule: an
+//! unregistered agent, a tool outside the agent's set or above its risk ceiling is denied. A call
+//! on no agent's behalf is decided by the principal's policy alone. This module decides; it reads
+//! nothing.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -12,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::contract::{RiskTier, ToolContract};
+use crate::principal::Principal;
 
 /// One registered agent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -33,6 +37,72 @@ pub struct AgentEntry {
     pub prompt_hash: String,
     /// The riskiest tool tier it may call.
     pub risk_ceiling: RiskTier,
+    /// Subjects whose credentials are this agent's own (`principals = [...]`): their calls are
+    /// the agent's even with a token that carries no `agent` claim.
+    pub principals: BTreeSet<String>,
+}
+
+/// Where a call's agent came from, strongest first. Audit events record it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentSource {
+    /// The verified token's `agent` claim.
+    Claim,
+    /// The subject is bound to the agent by `[[agents]] principals`.
+    Principal,
+    /// Only the request named it (a credential of no agent).
+    Request,
+}
+
+impl AgentSource {
+    /// Stable name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Claim => "claim",
+            Self::Principal => "principal",
+            Self::Request => "request",
+        }
+    }
+
+    /// Whether the agent comes from the credential (claim or binding), not from the request.
+    pub const fn from_credential(self) -> bool {
+        !matches!(self, Self::Request)
+    }
+}
+
+/// The agent a call is made for, and how that was established.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Acting {
+    /// Agent id.
+    pub agent: String,
+    /// Where it came from.
+    pub source: AgentSource,
+}
+
+/// A request that names an agent other than its credential's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentMismatch {
+    /// The credential's agent.
+    pub credential: String,
+    /// The agent the request named (clipped).
+    pub requested: String,
+    /// How the credential names its agent.
+    pub source: AgentSource,
+}
+
+impl AgentMismatch {
+    /// The mismatch in words (names in backticks, no final period).
+    pub fn message(&self) -> String {
+        format!(
+            "this credential acts as agent `{}` ({}); the request named `{}`",
+            self.credential,
+            match self.source {
+                AgentSource::Principal => "its subject is bound to it",
+                _ => "its `agent` claim",
+            },
+            self.requested
+        )
+    }
 }
 
 /// Why the agent rule denied a call.
@@ -112,6 +182,32 @@ impl AgentRegistry {
         self.agents.is_empty()
     }
 
+    /// The agent whose `principals` list `subject`, if any (at most one: checked at load).
+    pub fn bound_to(&self, subject: &str) -> Option<&AgentEntry> {
+        self.agents.values().find(|a| a.principals.contains(subject))
+    }
+
+    /// The agent a call of `principal` is made for. The credential decides: its `agent` claim,
+    /// else its subject's binding; `requested` (the request's own field) may only restate it.
+    /// A credential of no agent takes the request's word (`AgentSource::Request`), or none.
+    pub fn acting(&self, principal: &Principal, requested: Option<&str>) -> Result<Option<Acting>, AgentMismatch> {
+        let credential = match &principal.agent {
+            Some(agent) => Some((agent.as_str(), AgentSource::Claim)),
+            None => self.bound_to(&principal.subject).map(|a| (a.id.as_str(), AgentSource::Principal)),
+        };
+        match (credential, requested) {
+            (Some((agent, source)), None) => Ok(Some(Acting { agent: agent.to_owned(), source })),
+            (Some((agent, source)), Some(named)) if named == agent => {
+                Ok(Some(Acting { agent: agent.to_owned(), source }))
+            }
+            (Some((agent, source)), Some(named)) => {
+                Err(AgentMismatch { credential: agent.to_owned(), requested: crate::verdict::clip(named, 64), source })
+            }
+            (None, Some(named)) => Ok(Some(Acting { agent: named.to_owned(), source: AgentSource::Request })),
+            (None, None) => Ok(None),
+        }
+    }
+
     /// The agent rule of the policy step: `Ok(None)` for a call on no agent's behalf,
     /// `Ok(Some(entry))` when the agent may call `tool`, else the denial.
     pub fn check(&self, agent: Option<&str>, tool: &ToolContract) -> Result<Option<&AgentEntry>, AgentDenial> {
@@ -141,6 +237,7 @@ impl AgentRegistry {
             model: entry.map(|e| e.model.clone()),
             prompt_hash: entry.map(|e| e.prompt_hash.clone()),
             tool_schema_hash: Some(tool_schema_hash.to_owned()),
+            agent_source: None,
         }
     }
 }
@@ -162,6 +259,9 @@ pub struct Versions {
     /// SHA-256 of the canonical tool contracts ([`crate::contract::Registry::schema_hash`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_schema_hash: Option<String>,
+    /// Where the agent came from (the token's claim, the subject's binding, or the request).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_source: Option<AgentSource>,
 }
 
 impl Versions {
@@ -191,6 +291,7 @@ mod tests {
             prompt: "p".into(),
             prompt_hash: prompt_hash("p"),
             risk_ceiling: ceiling,
+            principals: BTreeSet::from(["advisor-bot".to_owned()]),
         }
     }
 
@@ -209,6 +310,26 @@ mod tests {
         assert_eq!(v.prompt_hash, Some(prompt_hash("p")));
         let v = r.versions(Some("ghost"), "h");
         assert_eq!((v.agent_id.as_deref(), v.model), (Some("ghost"), None));
+    }
+
+    #[test]
+    fn the_credential_names_the_agent_and_the_request_may_only_restate_it() {
+        let r = AgentRegistry::new([entry(&["x"], RiskTier::Read)]);
+        let plain = Principal::new("alice", "t", &[], &[]);
+        let claimed = plain.clone().with_agent("advisor");
+        let bound = Principal::new("advisor-bot", "t", &[], &[]);
+        let acting = |p: &Principal, req: Option<&str>| r.acting(p, req).map(|a| a.map(|a| (a.agent, a.source)));
+        assert_eq!(acting(&plain, None), Ok(None));
+        assert_eq!(acting(&plain, Some("advisor")), Ok(Some(("advisor".into(), AgentSource::Request))));
+        assert_eq!(acting(&claimed, None), Ok(Some(("advisor".into(), AgentSource::Claim))));
+        assert_eq!(acting(&claimed, Some("advisor")), Ok(Some(("advisor".into(), AgentSource::Claim))));
+        assert_eq!(acting(&bound, None), Ok(Some(("advisor".into(), AgentSource::Principal))));
+        let mismatch = r.acting(&claimed, Some("other")).unwrap_err();
+        assert_eq!((mismatch.credential.as_str(), mismatch.requested.as_str()), ("advisor", "other"));
+        assert!(r.acting(&bound, Some("other")).is_err());
+        // A claim wins over a binding: the token says which agent it is.
+        let both = bound.with_agent("other-agent");
+        assert_eq!(acting(&both, None), Ok(Some(("other-agent".into(), AgentSource::Claim))));
     }
 
     #[test]

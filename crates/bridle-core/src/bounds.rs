@@ -243,13 +243,23 @@ fn no_nul(field: &str, s: &str) -> Result<(), BoundError> {
     }
 }
 
+/// A subject (`sub`): non-empty, at most [`SUBJECT_MAX`] characters, no control character.
+pub fn check_subject(field: &str, value: &str) -> Result<(), BoundError> {
+    require(field, value)?;
+    check_text(field, value, SUBJECT_MAX)
+}
+
 /// A principal as a verified token gives it: `sub` non-empty, at most [`SUBJECT_MAX`]
 /// characters, no control character; `tenant` an id of at most [`TENANT_MAX`] characters; at
 /// most [`CLAIM_ITEMS_MAX`] `services` and `scopes` of at most [`CLAIM_ITEM_MAX`] characters
-/// with no control character. A token breaking any of these is refused (`unauthenticated`).
+/// with no control character; an `agent`, when present, a non-empty agent id. A token breaking
+/// any of these is refused (`unauthenticated`).
 pub fn check_principal(p: &Principal) -> Result<(), BoundError> {
-    require("sub", &p.subject)?;
-    check_text("sub", &p.subject, SUBJECT_MAX)?;
+    check_subject("sub", &p.subject)?;
+    if let Some(agent) = &p.agent {
+        require("agent", agent)?;
+        check_agent("agent", agent)?;
+    }
     require("tenant", &p.tenant)?;
     check_chars("tenant", &p.tenant, TENANT_MAX, is_id_char, ID_CHARS)?;
     for (field, set) in [("services", &p.services), ("scopes", &p.scopes)] {

@@ -190,6 +190,16 @@ codes! {
     // command-line input (`bridle guard scan|mask` lines)
     /// An input line that is not valid UTF-8.
     InvalidUtf8 => "invalid_utf8",
+    // who acts and in which run (gate step 2: the credential and the server's run records)
+    /// The request named an agent other than the one its credential belongs to (the token's
+    /// `agent` claim or the subject's `[[agents]] principals` binding).
+    AgentMismatch => "agent_mismatch",
+    /// `[identity] require_agent`: a `change` call by a credential that names no agent.
+    AgentRequired => "agent_required",
+    /// The run id belongs to another subject of the tenant (runs are bound at their first call).
+    RunNotOwned => "run_not_owned",
+    /// The run has as many calls in flight as `[limits] run_concurrency` allows.
+    TooManyConcurrentCalls => "too_many_concurrent_calls",
 }
 
 impl std::fmt::Display for Code {

@@ -12,6 +12,7 @@ mod drift;
 mod history;
 mod kill;
 mod raw;
+mod runs;
 mod runtime;
 mod server;
 mod validate;
@@ -39,6 +40,7 @@ pub use bounds::{
 };
 pub use drift::DriftSettings;
 pub use kill::KillSwitchSettings;
+pub use runs::{DEFAULT_TAINT_WINDOW, IdentitySettings, TaintSettings};
 pub use runtime::{LlmSettings, RuntimeSettings, llm_from_toml};
 pub use server::ServerSettings;
 pub use validate::load;
@@ -161,6 +163,12 @@ pub struct Config {
     pub kill_switch: KillSwitchSettings,
     /// How the action history weighs on proposals (`[history]`).
     pub history: crate::history::HistorySettings,
+    /// Per-run limits: calls, deadline, concurrency (`[limits]`; empty: none).
+    pub limits: crate::runs::LimitSettings,
+    /// How long taint follows an agent or subject beyond its run (`[taint]`).
+    pub taint: TaintSettings,
+    /// Whether changes need a credential that names its agent (`[identity]`).
+    pub identity: IdentitySettings,
 }
 
 /// A simulator of a system Bridle does not own, run in process.

@@ -31,6 +31,7 @@ pub mod policy;
 pub mod ports;
 pub mod principal;
 pub mod replay;
+pub mod runs;
 pub mod tools;
 pub mod verdict;
 pub mod workflow;

@@ -244,18 +244,89 @@ pub trait AuditLog: Send + Sync {
     async fn prune_evidence(&self, before: OffsetDateTime) -> StoreResult<u64>;
 }
 
-/// Flags of a run that outlive a single call, kept durably per tenant and run: today, taint.
+/// Taint recorded when a call took in untrusted content: on its run, and (with a taint window)
+/// on its actor, so that a fresh run id does not launder it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaintMark<'a> {
+    /// Tenant.
+    pub tenant: &'a str,
+    /// The run that took the content in.
+    pub run_id: &'a str,
+    /// `agent:NAME` for a credential's agent, else `subject:SUB`; `None`: the run only.
+    pub actor: Option<&'a str>,
+    /// Which tool's output, in which call (never the content).
+    pub reason: &'a str,
+    /// When.
+    pub at: OffsetDateTime,
+}
+
+/// How taint reached a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaintVia {
+    /// The call's own run took untrusted content in.
+    Run,
+    /// The call's agent (or subject) took untrusted content in, in some run, within the window.
+    Actor,
+}
+
+/// Taint that reaches a call, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Taint {
+    /// The first reason recorded on the run, or the latest on the actor.
+    pub reason: String,
+    /// Run or actor.
+    pub via: TaintVia,
+}
+
+/// Flags that outlive a single call, kept durably per tenant: taint, on runs and on actors.
 ///
 /// The gate sets taint when a tool whose contract marks its output untrusted returns a result,
 /// and reads it when it decides a change's approval level (step 7), so every later change in the
-/// run, from any process sharing the store, needs at least `approval`. Taint is never cleared.
+/// run, and every change of the same actor within `[taint] window`, from any process sharing the
+/// store, needs at least `approval`. Run taint is never cleared; actor taint lapses with the
+/// window.
 #[async_trait]
 pub trait RunFlags: Send + Sync {
-    /// Records that run `run_id` of `tenant` took in untrusted content, and why. The first
-    /// reason recorded is kept; tainting a tainted run changes nothing.
-    async fn taint(&self, tenant: &str, run_id: &str, reason: &str) -> StoreResult<()>;
-    /// Why the run is tainted, or `None` while it is not.
-    async fn tainted(&self, tenant: &str, run_id: &str) -> StoreResult<Option<String>>;
+    /// Records the taint of `mark`: the run keeps its first reason (tainting a tainted run changes
+    /// nothing); the actor keeps its latest taint and reason.
+    async fn taint(&self, mark: &TaintMark<'_>) -> StoreResult<()>;
+    /// The taint reaching a call of `actor` in `run_id`: the run's, else the actor's if recorded
+    /// at or after `since`; `None` while neither is.
+    async fn tainted(
+        &self,
+        tenant: &str,
+        run_id: &str,
+        actor: Option<&str>,
+        since: OffsetDateTime,
+    ) -> StoreResult<Option<Taint>>;
+
+    /// The run's own taint reason, whatever any actor's.
+    async fn run_taint(&self, tenant: &str, run_id: &str) -> StoreResult<Option<String>> {
+        let taint = self.tainted(tenant, run_id, None, OffsetDateTime::UNIX_EPOCH).await?;
+        Ok(taint.map(|t| t.reason))
+    }
+}
+
+/// Runs as the server keeps them (`crate::runs`): one record per tenant and run id, bound to the
+/// subject of its first call, with its call count and the leases of its calls in flight.
+///
+/// `admit` is one atomic step per backend (open or find the run, apply [`crate::runs::judge`],
+/// count the call, take a lease under a concurrency limit), so replicas sharing a store never
+/// admit more calls, or more concurrent calls, than the limits allow between them.
+#[async_trait]
+pub trait RunLedger: Send + Sync {
+    /// Admits one call: `Ok(record)` with the call counted (and its lease taken), or the refusal
+    /// with nothing counted. A refusal for the deadline or the spent calls also records the run's
+    /// new state.
+    async fn admit(
+        &self,
+        admit: &crate::runs::RunAdmit<'_>,
+    ) -> StoreResult<Result<crate::runs::RunRecord, crate::runs::RunRefusal>>;
+    /// The run's record, if it was opened.
+    async fn run(&self, tenant: &str, run_id: &str) -> StoreResult<Option<crate::runs::RunRecord>>;
+    /// Frees the lease of call `call_id` (a no-op if it has none or it lapsed).
+    async fn release(&self, tenant: &str, run_id: &str, call_id: &str) -> StoreResult<()>;
 }
 
 /// Automatic changes per resource, for the limit of `[levels] auto_limit` (gate step 7).

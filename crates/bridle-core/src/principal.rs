@@ -6,7 +6,6 @@
 use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
-use time::OffsetDateTime;
 
 /// An authenticated caller.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -19,6 +18,10 @@ pub struct Principal {
     pub services: BTreeSet<String>,
     /// Granted scopes such as `service:read` or `approval:grant`.
     pub scopes: BTreeSet<String>,
+    /// The agent the credential belongs to (a token's `agent` claim): every call it makes is
+    /// that agent's, whatever the request says. `None`: the credential names no agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 impl Principal {
@@ -29,7 +32,15 @@ impl Principal {
             tenant: tenant.to_owned(),
             services: services.iter().map(|s| (*s).to_owned()).collect(),
             scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
+            agent: None,
         }
+    }
+
+    /// The same principal as the credential of `agent`.
+    #[must_use]
+    pub fn with_agent(mut self, agent: &str) -> Self {
+        self.agent = Some(agent.to_owned());
+        self
     }
 
     /// Whether the principal holds `scope`.
@@ -40,22 +51,25 @@ impl Principal {
     /// A stable key for caches: changes whenever any attribute changes.
     pub fn cache_key(&self) -> String {
         let join = |set: &BTreeSet<String>| set.iter().cloned().collect::<Vec<_>>().join(",");
-        format!("{}\u{1f}{}\u{1f}{}\u{1f}{}", self.subject, self.tenant, join(&self.services), join(&self.scopes))
+        let agent = self.agent.as_deref().unwrap_or("");
+        format!(
+            "{}\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{agent}",
+            self.subject,
+            self.tenant,
+            join(&self.services),
+            join(&self.scopes)
+        )
     }
 }
 
-/// The run a call belongs to, with its limits.
+/// The run a call belongs to, as its caller drives it. The run's record, its limits and its taint
+/// are the server's (`crate::runs`, `[limits]`): nothing here can raise them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunContext {
     /// Run id; part of every plan.
     pub run_id: String,
     /// Incident id; part of every plan.
     pub incident: String,
-    /// No call is accepted at or after this instant.
-    #[serde(with = "time::serde::rfc3339::option")]
-    pub deadline: Option<OffsetDateTime>,
-    /// Most tool calls this run may make (counted by the budget store); `None` is unlimited.
-    pub call_limit: Option<u64>,
     /// Set when the run was cancelled.
     pub cancelled: bool,
     /// Set by the caller once the run has taken in untrusted content (a retrieved document);
@@ -70,13 +84,11 @@ pub struct RunContext {
 }
 
 impl RunContext {
-    /// A run with no deadline and no call limit.
+    /// A run of `run_id` (empty: the gate mints one) for `incident`.
     pub fn new(run_id: &str, incident: &str) -> Self {
         Self {
             run_id: run_id.to_owned(),
             incident: incident.to_owned(),
-            deadline: None,
-            call_limit: None,
             cancelled: false,
             tainted: false,
             canary: None,

@@ -10,7 +10,7 @@ use bridle_core::config::Config;
 use bridle_core::contract::ApprovalLevel;
 use bridle_core::guard::GuardError;
 use bridle_core::guard::scanner::GuardScanner;
-use bridle_core::ports::BudgetKind;
+use bridle_core::runs::RunLimits;
 use bridle_core::{Code, Principal, RunContext};
 use serde_json::{Value, json};
 use time::{Duration, OffsetDateTime, macros::datetime};
@@ -77,10 +77,14 @@ pub async fn run(config: Arc<Config>, stores: Stores) -> Result<DemoReport, Demo
     let clock = Arc::new(ManualClock::new(T0 + Duration::seconds(10)));
     let adapter = Arc::new(MemoryAdapter::from_config(&config));
     let scanner = Arc::new(GuardScanner::from_settings(&config.guard)?);
-    let gate = Gate::new(config, stores, adapter.clone(), clock.clone()).with_scanner(scanner);
-    let mut run = RunContext::new("run-101", "inc-42");
-    run.deadline = Some(T0 + Duration::seconds(120));
-    run.call_limit = Some(20);
+    // The run's limits, as `[limits]` sets them for every entry point: 110 s from its first call
+    // (at T0+10 s, so until T0+120 s) and nine calls, which the cases before `budget` use up (a
+    // cancelled call or one past the deadline is refused before it is counted).
+    let mut config = Config::clone(&config);
+    config.limits.defaults =
+        RunLimits { calls: Some(9), deadline: Some(std::time::Duration::from_secs(110)), concurrency: None };
+    let gate = Gate::new(Arc::new(config), stores, adapter.clone(), clock.clone()).with_scanner(scanner);
+    let run = RunContext::new("run-101", "inc-42");
     let mut demo = Demo { gate, clock, adapter, requester, approver, run, lines: Vec::new(), diverged: None };
     demo.cases().await?;
     demo.final_checks().await?;
@@ -144,15 +148,7 @@ impl Demo {
         self.case("deadline", CallRequest::new("get_service_snapshot", read.clone()), Some(Code::DeadlineExceeded))
             .await?;
         self.clock.set(t(10));
-        // No calls remain: the limit is what the run has already used.
-        let used = self
-            .gate
-            .stores()
-            .budgets
-            .used(&self.requester.tenant, &self.run.run_id, BudgetKind::Calls)
-            .await
-            .map_err(GateError::from)?;
-        self.run.call_limit = Some(used);
+        // No calls remain: the nine counted calls are the run's limit.
         self.case("budget", CallRequest::new("get_service_snapshot", read), Some(Code::BudgetExhausted)).await
     }
 

@@ -10,6 +10,7 @@ mod binding;
 mod entry;
 mod execute;
 mod history;
+mod identity;
 pub(crate) mod output;
 pub(crate) mod run_state;
 pub(crate) mod state_rules;
@@ -128,6 +129,10 @@ pub struct CallOutcome {
     pub call_id: String,
     /// Tool named.
     pub tool: String,
+    /// The run the call was made in: the caller's, or the one the server minted for a call that
+    /// named none (send it back with the next call of the same run, e.g. after an approval).
+    #[serde(default)]
+    pub run_id: String,
     /// Verdict.
     #[serde(flatten)]
     pub verdict: Verdict,
@@ -276,6 +281,11 @@ impl Gate {
         &self.stores
     }
 
+    /// The gate's clock, now.
+    pub fn now(&self) -> time::OffsetDateTime {
+        self.clock.now()
+    }
+
     /// Stamps a decision record with the versions in force: the tool-schema and policy
     /// versions, and for a registered agent its registered prompt version.
     pub fn stamp_decision(&self, record: &mut bridle_core::decision::DecisionRecord) {
@@ -292,17 +302,48 @@ impl Gate {
         self.config.agents.versions(agent, self.config.registry.schema_hash())
     }
 
-    /// Runs one call through every step and audits it.
+    /// Runs one call through every step and audits it. A call whose run names no id gets a
+    /// fresh one (`CallOutcome::run_id`): runs are the server's records, bound to their subject.
     pub async fn call(
         &self,
         principal: &Principal,
         run: &RunContext,
         req: &CallRequest,
     ) -> Result<CallOutcome, GateError> {
-        let versions = self.versions(req.agent.as_deref());
-        let mut t = Trace::start(self.clock.now(), &req.tool, versions);
+        let minted;
+        let run = if run.run_id.is_empty() {
+            minted = RunContext { run_id: mint_run_id(), ..run.clone() };
+            &minted
+        } else {
+            run
+        };
+        let who = identity::Who::of(self, principal, req);
+        let mut versions = self.versions(who.agent.as_deref());
+        versions.agent_source = who.source;
+        let mut t = Trace::start(self.clock.now(), &req.tool, &run.run_id, versions);
         let span = tracing::info_span!("gate_call", call_id = %t.call_id, tool = %t.tool, subject = %bounded(&principal.subject));
-        let decided = self.decide(principal, run, req, &mut t).instrument(span.clone()).await;
+        let decided = self.decide(principal, run, req, &who, &mut t).instrument(span.clone()).await;
+        let audited = self.audit(principal, run, req, decided, &mut t, &span).await;
+        if t.leased
+            && let Err(e) = self.stores.runs.release(&principal.tenant, &run.run_id, &t.call_id).await
+        {
+            // The lease lapses on its own (`Gate::lease_ttl`); the call's answer stands.
+            tracing::warn!(call_id = %t.call_id, error = %e, "could not release the call's run lease");
+        }
+        audited
+    }
+
+    /// Turns the decision into the call's outcome and appends its audit event (with the job's
+    /// settling move when it executed a change).
+    async fn audit(
+        &self,
+        principal: &Principal,
+        run: &RunContext,
+        req: &CallRequest,
+        decided: Result<(Verdict, Decision), Stop>,
+        t: &mut Trace,
+        span: &tracing::Span,
+    ) -> Result<CallOutcome, GateError> {
         let (verdict, decision) = match decided {
             Ok(v) => v,
             Err(Stop::Reject(r)) => {
@@ -320,7 +361,7 @@ impl Gate {
             }
         };
         let outcome = t.outcome(verdict);
-        self.observe(&outcome, t.elapsed(), &span);
+        self.observe(&outcome, t.elapsed(), span);
         let mut record = t.record(principal, run, self.config.policy.version(), decision, &outcome);
         if req.metadata_only {
             record.reason = None;
@@ -356,13 +397,18 @@ impl Gate {
         principal: &Principal,
         run: &RunContext,
         req: &CallRequest,
+        who: &identity::Who,
         t: &mut Trace,
     ) -> Result<(Verdict, Decision), Stop> {
         // entry: bounded, storable ids, keys and argument text (`bridle_core::bounds`)
-        let admitted = entry::admit(principal, run, req)?;
+        let mut admitted = entry::admit(principal, run, req)?;
+        // Every step sees the credential's agent, whatever the request named.
+        if admitted.agent != who.agent {
+            admitted.to_mut().agent.clone_from(&who.agent);
+        }
         let req = &*admitted;
         // 2. run state
-        run_state::check(self, principal, run, req, t.now).await?;
+        run_state::check(self, principal, run, req, who, t).await?;
         // 3. contract
         let tool = self
             .config
@@ -373,7 +419,8 @@ impl Gate {
         tool.check_arguments(&req.arguments)?;
         // 4. guard
         self.scan(&tool, &req.arguments)?;
-        // 5. policy: the agent rule, then Cedar
+        // 5. policy: the identity rule, the agent rule, then Cedar
+        who.required_for(self, &tool)?;
         if let Err(denial) = self.config.agents.check(req.agent.as_deref(), &tool) {
             return Err(Rejection::new(Code::PolicyDenied, denial.message())
                 .with_detail(serde_json::json!({"agent_rule": denial.rule()}))
@@ -393,7 +440,7 @@ impl Gate {
         // 6. state rules (after policy: an unauthorized caller never triggers a read)
         state_rules::check(self, &plan, &tool, &req.arguments, t).await?;
         // 7. approval level
-        let taint = self.run_taint(principal, run, &tool).await?;
+        let taint = self.run_taint(principal, run, who, &tool, t.now).await?;
         let mut level =
             level::decide_in_run(&self.config.levels, &tool, &req.arguments, &req.signals, taint.as_deref());
         t.approval_context = history::check(self, principal, &tool, &req.signals, &mut level, t.now).await?;
@@ -404,7 +451,7 @@ impl Gate {
                 return Ok((Verdict::DryRun { would_reject: None }, Decision::DryRun));
             }
             // 10. execute, 11. output
-            return execute::read(self, principal, run, &tool, &req.arguments, t).await;
+            return execute::read(self, principal, run, who, &tool, &req.arguments, t).await;
         }
         // 8. idempotency
         if let Some(key) = &req.idempotency_key
@@ -431,21 +478,24 @@ impl Gate {
             return Ok((Verdict::DryRun { would_reject: None }, Decision::DryRun));
         }
         // 10. execute, 11. output
-        let done = execute::change(self, &proposal, run, consume, t).await?;
+        let done = execute::change(self, &proposal, run, who, consume, t).await?;
         if let (Verdict::Ok { .. }, Some(job_id)) = (&done.0, &t.job_id) {
             history::record(self, principal, &tool, &req.arguments, &req.signals, job_id, t.now).await?;
         }
         Ok(done)
     }
 
-    /// Where the run's untrusted content came from, if it took any in: the caller's flag
-    /// (`Some("")`), else the store's record. Only a `change` can escalate on taint, so only a
-    /// change pays the store read (one per call).
+    /// Where the call's untrusted content came from, if it took any in: the caller's flag
+    /// (`Some("")`), else the store's record of the run, else of the call's actor (its
+    /// credential's agent, or its subject) within `[taint] window`. Only a `change` can escalate
+    /// on taint, so only a change pays the store read (one per call).
     async fn run_taint(
         &self,
         principal: &Principal,
         run: &RunContext,
+        who: &identity::Who,
         tool: &ToolContract,
+        now: time::OffsetDateTime,
     ) -> Result<Option<String>, Stop> {
         if tool.mode != Mode::Change {
             return Ok(None);
@@ -453,7 +503,16 @@ impl Gate {
         if run.tainted {
             return Ok(Some(String::new()));
         }
-        Ok(self.stores.run_flags.tainted(&principal.tenant, &run.run_id).await?)
+        let window = self.config.taint.window;
+        let actor = (!window.is_zero()).then(|| who.actor(principal));
+        let since = now.checked_sub(time::Duration::try_from(window).unwrap_or(time::Duration::MAX)).unwrap_or(now);
+        let taint = self.stores.run_flags.tainted(&principal.tenant, &run.run_id, actor.as_deref(), since).await?;
+        Ok(taint.map(|t| match t.via {
+            bridle_core::ports::TaintVia::Run => t.reason,
+            bridle_core::ports::TaintVia::Actor => {
+                format!("{} (taint follows {} for {}s)", t.reason, actor.as_deref().unwrap_or(""), window.as_secs())
+            }
+        }))
     }
 
     /// Logs the decision in the call's span, counts the verdict by tool and code and records
@@ -499,6 +558,11 @@ fn policy_message(principal: &Principal, tool: &ToolContract, deciding: &[String
 /// A caller's string as a log field: clipped, so a refused megabyte never floods the logs.
 fn bounded(text: &str) -> String {
     bridle_core::verdict::clip(text, bridle_core::bounds::ID_MAX)
+}
+
+/// A run id for a call that named none (a UUIDv7, so ids sort by time).
+pub(crate) fn mint_run_id() -> String {
+    format!("run-{}", uuid::Uuid::now_v7())
 }
 
 pub(crate) fn elapsed_us(since: std::time::Instant) -> u64 {

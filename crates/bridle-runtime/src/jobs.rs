@@ -146,6 +146,7 @@ impl Gate {
                 .unwrap_or_else(|| CallOutcome {
                     call_id: String::new(),
                     tool: job.plan.tool.clone(),
+                    run_id: job.plan.run_id.clone(),
                     verdict: verdict.clone(),
                     plan_hash: Some(job.plan_hash.clone()),
                     level: None,

@@ -17,7 +17,7 @@ use bridle_core::feedback::FeedbackStore;
 use bridle_core::models::ModelRegistry;
 use bridle_core::ports::{
     ActionHistory, ActionLedger, ApprovalLedger, AuditLog, BudgetStore, DecisionLog, JobStore, KillSwitches, RunFlags,
-    StoreError,
+    RunLedger, StoreError,
 };
 
 pub use memory::MemoryStore;
@@ -37,8 +37,10 @@ pub struct Stores {
     pub audit: Arc<dyn AuditLog>,
     /// Decision log.
     pub decisions: Arc<dyn DecisionLog>,
-    /// Run flags (taint).
+    /// Run flags (taint of runs and actors).
     pub run_flags: Arc<dyn RunFlags>,
+    /// Run records: owner, calls, leases (gate step 2).
+    pub runs: Arc<dyn RunLedger>,
     /// Automatic changes per resource (`[levels] auto_limit`).
     pub actions: Arc<dyn ActionLedger>,
     /// Outcomes per decision (the feedback loop).
@@ -66,6 +68,7 @@ impl Stores {
             + AuditLog
             + DecisionLog
             + RunFlags
+            + RunLedger
             + ActionLedger
             + FeedbackStore
             + ModelRegistry
@@ -80,6 +83,7 @@ impl Stores {
             audit: backend.clone(),
             decisions: backend.clone(),
             run_flags: backend.clone(),
+            runs: backend.clone(),
             actions: backend.clone(),
             feedback: backend.clone(),
             models: backend.clone(),

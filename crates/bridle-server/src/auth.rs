@@ -3,7 +3,8 @@
 //! holds a private key). Tenant and subject only ever come from a verified token.
 //!
 //! Claims: `sub`, `tenant`, `services`, `scopes`, `exp`, `iss`, `aud`, all required; `nbf`
-//! optional, checked when present. Anything wrong (malformed, expired, not yet valid, forged,
+//! optional, checked when present; `agent` optional: the `[[agents]]` id whose credential this
+//! is, so that every call made with it is that agent's (the request cannot name another). Anything wrong (malformed, expired, not yet valid, forged,
 //! another issuer or audience, a missing claim) is an [`AuthError`], which the API answers with
 //! 401 `unauthenticated`. `exp` and `nbf` get [`LEEWAY_SECONDS`] of clock skew.
 
@@ -130,6 +131,9 @@ pub struct Claims {
     pub iss: String,
     /// Audience.
     pub aud: String,
+    /// The agent this credential belongs to, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 impl Claims {
@@ -142,6 +146,7 @@ impl Claims {
             tenant: self.tenant,
             services: self.services.into_iter().collect(),
             scopes: self.scopes.into_iter().collect(),
+            agent: self.agent,
         };
         bounded_claims(&principal)?;
         Ok(principal)
@@ -230,6 +235,8 @@ pub struct TokenRequest {
     pub scopes: Vec<String>,
     /// Lifetime in seconds.
     pub ttl_seconds: u64,
+    /// The agent the token belongs to (`agent` claim), if any.
+    pub agent: Option<String>,
 }
 
 /// Signs an HS256 token for `request` with `secret`, issued by `issuer` for `audience`.
@@ -243,6 +250,7 @@ pub fn issue_hs256(secret: &[u8], issuer: &str, audience: &str, request: &TokenR
         tenant: request.tenant.clone(),
         services: request.services.iter().cloned().collect(),
         scopes: request.scopes.iter().cloned().collect(),
+        agent: request.agent.clone(),
     };
     bridle_core::bounds::check_principal(&principal).map_err(|e| AuthError::Config(e.to_string()))?;
     let now = u64::try_from(time::OffsetDateTime::now_utc().unix_timestamp()).unwrap_or(0);
@@ -254,6 +262,7 @@ pub fn issue_hs256(secret: &[u8], issuer: &str, audience: &str, request: &TokenR
         exp: now.saturating_add(request.ttl_seconds),
         iss: issuer.to_owned(),
         aud: audience.to_owned(),
+        agent: request.agent.clone(),
     };
     encode_hs256(secret, &claims)
 }
@@ -339,6 +348,7 @@ mod tests {
             services: vec!["checkout".into()],
             scopes: vec!["service:read".into()],
             ttl_seconds: 60,
+            agent: None,
         }
     }
 
@@ -347,6 +357,33 @@ mod tests {
         let token = issue_hs256(SECRET, DEFAULT_ISSUER, DEFAULT_AUDIENCE, &request())?;
         let p = Verifier::new(&AuthConfig::hs256(SECRET))?.verify(&token)?;
         assert_eq!(p, Principal::new("requester-1", "tenant-a", &["checkout"], &["service:read"]));
+        Ok(())
+    }
+
+    #[test]
+    fn an_agent_claim_becomes_the_principals_agent_and_a_bad_one_is_refused() -> Result<(), AuthError> {
+        let verifier = Verifier::new(&AuthConfig::hs256(SECRET))?;
+        let token = issue_hs256(
+            SECRET,
+            DEFAULT_ISSUER,
+            DEFAULT_AUDIENCE,
+            &TokenRequest { agent: Some("incident-responder".into()), ..request() },
+        )?;
+        assert_eq!(verifier.verify(&token)?.agent.as_deref(), Some("incident-responder"));
+        // Minting refuses an agent id no store could keep; a forged one is refused at verify.
+        let bad = TokenRequest { agent: Some("bad agent\u{0}".into()), ..request() };
+        assert!(issue_hs256(SECRET, DEFAULT_ISSUER, DEFAULT_AUDIENCE, &bad).is_err());
+        let claims = Claims {
+            sub: "s".into(),
+            tenant: "t".into(),
+            services: vec![],
+            scopes: vec![],
+            exp: u64::MAX / 2,
+            iss: DEFAULT_ISSUER.into(),
+            aud: DEFAULT_AUDIENCE.into(),
+            agent: Some("x".repeat(65)),
+        };
+        assert!(matches!(verifier.verify(&encode_hs256(SECRET, &claims)?), Err(AuthError::Invalid(_))));
         Ok(())
     }
 

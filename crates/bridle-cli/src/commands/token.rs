@@ -21,6 +21,8 @@ pub struct IssueArgs<'a> {
     pub scopes: &'a [String],
     /// `--ttl 1h`.
     pub ttl: &'a str,
+    /// `--agent NAME`.
+    pub agent: Option<&'a str>,
 }
 
 /// Prints the token (or `{"token", "expires_in"}` with `--json`).
@@ -40,6 +42,7 @@ pub fn issue(args: &IssueArgs<'_>, json: bool) -> anyhow::Result<ExitCode> {
         services: list(args.services),
         scopes: list(args.scopes),
         ttl_seconds,
+        agent: args.agent.map(str::to_owned),
     };
     let token = issue_hs256(
         secret.as_bytes(),

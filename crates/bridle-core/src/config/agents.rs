@@ -9,7 +9,11 @@
 //! model = "fab-advisor-2026-01"
 //! prompt_file = "prompts/advisor.md"     # or prompt = "…" inline; its SHA-256 is the prompt version
 //! risk_ceiling = "limited_change"        # read | draft | limited_change | destructive
+//! principals = ["advisor-bot"]           # subjects whose credentials are this agent's own
 //! ```
+//!
+//! A subject may be bound to one agent at most: its every call then counts as that agent's,
+//! with the agent's tools, risk ceiling and kill switch, even with a token carrying no claim.
 
 use std::collections::BTreeSet;
 
@@ -39,6 +43,8 @@ pub(super) struct RawAgent {
     #[serde(default)]
     prompt_file: Option<String>,
     risk_ceiling: RiskTier,
+    #[serde(default)]
+    principals: Vec<String>,
 }
 
 pub(super) fn agent_registry(
@@ -48,6 +54,7 @@ pub(super) fn agent_registry(
     errors: &mut Errors,
 ) -> AgentRegistry {
     let mut seen = BTreeSet::new();
+    let mut bound: std::collections::BTreeMap<&str, &str> = std::collections::BTreeMap::new();
     let mut agents = Vec::new();
     for (i, a) in raw.iter().enumerate() {
         let at = format!("agents[{i}]");
@@ -73,6 +80,17 @@ pub(super) fn agent_registry(
                     format!("`{tool}` is `{}` risk, above the ceiling `{}`", t.risk.as_str(), a.risk_ceiling.as_str()),
                 ),
                 Some(_) => {}
+            }
+        }
+        for subject in &a.principals {
+            if let Err(e) = crate::bounds::check_subject("principals", subject) {
+                errors.push(format!("{at}.principals"), e.to_string());
+            }
+            if let Some(other) = bound.insert(subject, &a.id) {
+                errors.push(
+                    format!("{at}.principals"),
+                    format!("`{subject}` is already bound to agent `{other}`: a subject acts as one agent at most"),
+                );
             }
         }
         let prompt = match (&a.prompt, &a.prompt_file) {
@@ -102,6 +120,7 @@ pub(super) fn agent_registry(
             prompt_hash: prompt_hash(&prompt),
             prompt,
             risk_ceiling: a.risk_ceiling,
+            principals: a.principals.iter().cloned().collect(),
         });
     }
     AgentRegistry::new(agents)

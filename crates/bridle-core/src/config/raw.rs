@@ -54,6 +54,12 @@ pub(super) struct RawConfig {
     pub kill_switch: super::kill::RawKillSwitch,
     #[serde(default)]
     pub history: super::history::RawHistory,
+    #[serde(default)]
+    pub limits: super::runs::RawLimits,
+    #[serde(default)]
+    pub taint: super::runs::RawTaint,
+    #[serde(default)]
+    pub identity: super::runs::RawIdentity,
 }
 
 /// `[guard]`: channel limits and sensitive terms; every field optional.

@@ -87,6 +87,7 @@ pub fn load(text: &str, files: &dyn Files) -> Result<Config, ConfigErrors> {
                 tenant: p.tenant,
                 services: p.services.into_iter().collect(),
                 scopes: p.scopes.into_iter().collect(),
+                agent: None,
             },
         );
     }
@@ -135,6 +136,9 @@ pub fn load(text: &str, files: &dyn Files) -> Result<Config, ConfigErrors> {
     let agents = super::agents::agent_registry(&raw.agents, &registry, files, &mut errors);
     let kill_switch = super::kill::kill_switch_settings(&raw.kill_switch, &mut errors);
     let history = super::history::history_settings(&raw.history, &registry, &mut errors);
+    let limits = super::runs::limit_settings(&raw.limits, &agents, &mut errors);
+    let taint = super::runs::taint_settings(&raw.taint, &mut errors);
+    let identity = super::runs::identity_settings(&raw.identity);
     let policy = load_policy(&raw.policy, &registry, files, &mut errors);
 
     match policy {
@@ -163,6 +167,9 @@ pub fn load(text: &str, files: &dyn Files) -> Result<Config, ConfigErrors> {
             agents: Arc::new(agents),
             kill_switch,
             history,
+            limits,
+            taint,
+            identity,
         }),
         _ => Err(ConfigErrors(errors.0)),
     }

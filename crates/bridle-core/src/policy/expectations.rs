@@ -84,6 +84,7 @@ pub(super) fn check(engine: &PolicyEngine, registry: &Registry, expectations: &[
             tenant: e.tenant.clone(),
             services: e.services.iter().cloned().collect(),
             scopes: e.scopes.iter().cloned().collect(),
+            agent: None,
         };
         let (kind, name) = tool.resource_of(&principal.tenant, &e.arguments);
         let tenant = e.resource_tenant.as_deref().unwrap_or(&principal.tenant);

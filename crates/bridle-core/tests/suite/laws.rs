@@ -81,7 +81,7 @@ proptest! {
         scopes in proptest::collection::btree_set(prop_oneof![Just("service:read".to_owned()), Just("service:scale".to_owned()), "[a-z:]{1,12}"], 0..4),
         service in "[a-z]{1,8}",
     ) {
-        let p = Principal { subject: "x".into(), tenant: "tenant-a".into(), services, scopes };
+        let p = Principal { subject: "x".into(), tenant: "tenant-a".into(), services, scopes, agent: None };
         let tool = CHECKOUT.registry.get("get_service_snapshot").unwrap();
         let args = json!({"service": service});
         prop_assert!(!ENGINES.none.authorize(&p, tool, &args).allowed);

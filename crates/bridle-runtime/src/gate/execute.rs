@@ -21,6 +21,7 @@ use bridle_core::{Code, Principal, Rejection, RunContext};
 use serde_json::{Value, json};
 
 use super::binding::stored_answer;
+use super::identity::Who;
 use super::output;
 use super::trace::Trace;
 use super::{Gate, Proposal, Stop, Verdict, elapsed_us};
@@ -30,6 +31,7 @@ pub(super) async fn read(
     gate: &Gate,
     principal: &Principal,
     run: &RunContext,
+    who: &Who,
     tool: &ToolContract,
     args: &Value,
     t: &mut Trace,
@@ -50,7 +52,7 @@ pub(super) async fn read(
     t.adapter_us += elapsed_us(started);
     match answer {
         Ok(Ok(result)) => {
-            output::taint(gate, tool, principal, run, t).await?;
+            output::taint(gate, tool, principal, run, who, t).await?;
             Ok((guarded(gate, tool, principal, run, result, t), Decision::Executed))
         }
         Ok(Err(e)) => Err(adapter_rejection(&e).into()),
@@ -63,6 +65,7 @@ pub(super) async fn change(
     gate: &Gate,
     p: &Proposal<'_>,
     run: &RunContext,
+    who: &Who,
     consume: Option<Consume>,
     t: &mut Trace,
 ) -> Result<(Verdict, Decision), Stop> {
@@ -85,7 +88,7 @@ pub(super) async fn change(
         created_at: now,
         updated_at: now,
     };
-    output::taint(gate, tool, principal, run, t).await?;
+    output::taint(gate, tool, principal, run, who, t).await?;
     let jobs = &gate.stores.jobs;
     // Write-ahead: the dispatch is in the tenant's chain before the side effect, so a process
     // killed after the adapter acted still leaves the change audited.

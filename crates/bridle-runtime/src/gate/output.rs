@@ -14,10 +14,12 @@ use bridle_core::config::GuardSettings;
 use bridle_core::contract::ToolContract;
 use bridle_core::guard::mask::Masker;
 use bridle_core::guard::spotlight::{closing, run_seed, spotlight};
+use bridle_core::ports::TaintMark;
 use bridle_core::{Code, Principal, Rejection, RunContext};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::identity::Who;
 use super::trace::Trace;
 use super::{Gate, Stop};
 
@@ -216,20 +218,30 @@ pub(super) fn finish(
     }
 }
 
-/// Records that the run took in `tool`'s untrusted output (a store failure stops the call:
-/// untrusted content never leaves the gate without its taint recorded).
+/// Records that the run, and with a `[taint] window` the call's actor (its credential's agent, or
+/// its subject), took in `tool`'s untrusted output (a store failure stops the call: untrusted
+/// content never leaves the gate without its taint recorded).
 pub(super) async fn taint(
     gate: &Gate,
     tool: &ToolContract,
     principal: &Principal,
     run: &RunContext,
+    who: &Who,
     t: &Trace,
 ) -> Result<(), Stop> {
     if !tool.untrusted_output {
         return Ok(());
     }
-    let reason = format!("output of `{}` in call `{}`", tool.name, t.call_id);
-    gate.stores.run_flags.taint(&principal.tenant, &run.run_id, &reason).await?;
+    let reason = format!("output of `{}` in call `{}` of run `{}`", tool.name, t.call_id, run.run_id);
+    let actor = (!gate.config.taint.window.is_zero()).then(|| who.actor(principal));
+    let mark = TaintMark {
+        tenant: &principal.tenant,
+        run_id: &run.run_id,
+        actor: actor.as_deref(),
+        reason: &reason,
+        at: t.now,
+    };
+    gate.stores.run_flags.taint(&mark).await?;
     tracing::info!(call_id = %t.call_id, tool = %tool.name, run_id = %run.run_id, "run tainted by untrusted output");
     Ok(())
 }

@@ -1,21 +1,34 @@
-//! Gate step 2: may this run still act? Killed, cancelled, past its deadline, out of calls.
+//! Gate step 2: may this run still act? Killed, another agent than the credential's, cancelled,
+//! then the run's own record: another subject's run, past its deadline, out of calls, too many
+//! calls in flight.
 //!
 //! The kill switch is read from the store on every call (`KillSwitches::kill_covering`, one
 //! indexed read), so a switch set through any replica holds on every replica's next call. With
 //! `[kill_switch] cache_ms = N` (at most 1000) one read of all switches is reused for N ms at
 //! most: a switch then takes effect within N ms. A store that cannot answer is an error, never
-//! an allow. The kill check comes before the budget debit, so a killed call spends nothing.
+//! an allow. The kill check comes before the run's admission, so a killed call spends nothing.
+//!
+//! The run is the server's record (`RunLedger::admit`, one atomic step per store): the first call
+//! opens it bound to its subject, and every call is counted against `[limits]` as they apply to
+//! the tenant and the call's agent. Under a concurrency limit the call holds a lease until
+//! `Gate::call` releases it (or it lapses after the longest tool timeout plus a grace).
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use bridle_core::kill::KillSwitch;
-use bridle_core::ports::{BudgetKind, Debit};
+use bridle_core::runs::{self, Lease, RunAdmit};
 use bridle_core::{Code, Principal, Rejection, RunContext};
 use serde_json::json;
 use time::OffsetDateTime;
 
+use super::identity::Who;
+use super::trace::Trace;
 use super::{CallRequest, Gate, Stop};
+
+/// How long a lease outlives the longest tool timeout: a process that died mid-call frees its
+/// run's slot this long after the call could have ended.
+const LEASE_GRACE: Duration = Duration::from_secs(60);
 
 /// One read of every switch, reused for at most its bound (zero: never reused).
 pub(crate) struct KillCache {
@@ -71,36 +84,45 @@ pub(super) async fn check(
     principal: &Principal,
     run: &RunContext,
     req: &CallRequest,
-    now: OffsetDateTime,
+    who: &Who,
+    t: &mut Trace,
 ) -> Result<(), Stop> {
-    let dry_run = req.dry_run;
-    if let Some(switch) = gate.kill_cache.covering(gate, &principal.tenant, req.agent.as_deref()).await? {
+    if let Some(switch) = gate.kill_cache.covering(gate, &principal.tenant, who.agent.as_deref()).await? {
         return Err(killed(&switch).into());
     }
+    who.mismatch()?;
     if run.cancelled {
         return Err(Rejection::new(Code::Cancelled, format!("run `{}` was cancelled", run.run_id)).into());
     }
-    if let Some(deadline) = run.deadline
-        && now >= deadline
-    {
-        return Err(Rejection::new(Code::DeadlineExceeded, format!("run `{}` passed its deadline", run.run_id)).into());
-    }
-    let Some(limit) = run.call_limit else { return Ok(()) };
-    let budgets = &gate.stores.budgets;
-    let (used, fits) = if dry_run {
-        let used = budgets.used(&principal.tenant, &run.run_id, BudgetKind::Calls).await?;
-        (used, used < limit)
-    } else {
-        match budgets.debit(&principal.tenant, &run.run_id, BudgetKind::Calls, 1, limit).await? {
-            Debit::Accepted { used } => (used, true),
-            Debit::Exhausted { used } => (used, false),
+    let limits = gate.config.limits.for_call(&principal.tenant, who.agent.as_deref());
+    let runs = &gate.stores.runs;
+    if req.dry_run {
+        // Decided read-only: nothing counted, no lease taken.
+        if let Some(record) = runs.run(&principal.tenant, &run.run_id).await? {
+            runs::judge(&record, &principal.subject, &limits, t.now).map_err(|r| r.rejection(&run.run_id))?;
         }
+        return Ok(());
+    }
+    let lease = limits.concurrency.map(|_| Lease { call_id: &t.call_id, until: t.now + gate.lease_ttl() });
+    let admit = RunAdmit {
+        tenant: &principal.tenant,
+        run_id: &run.run_id,
+        subject: &principal.subject,
+        agent: who.agent.as_deref(),
+        now: t.now,
+        limits,
+        lease,
     };
-    if fits {
-        Ok(())
-    } else {
-        Err(Rejection::new(Code::BudgetExhausted, format!("run `{}` used all {limit} of its tool calls", run.run_id))
-            .with_detail(json!({"budget": BudgetKind::Calls.as_str(), "used": used, "limit": limit}))
-            .into())
+    runs.admit(&admit).await?.map_err(|r| r.rejection(&run.run_id))?;
+    t.leased = lease.is_some();
+    Ok(())
+}
+
+impl Gate {
+    /// How long a call's lease on its run's concurrency lasts at most: the longest tool timeout
+    /// plus [`LEASE_GRACE`].
+    pub(crate) fn lease_ttl(&self) -> Duration {
+        let longest = self.config.registry.iter().map(|t| t.timeout).max().unwrap_or_default();
+        longest.saturating_add(LEASE_GRACE)
     }
 }

@@ -34,10 +34,14 @@ pub(crate) struct Trace {
     pub approval_context: Option<serde_json::Value>,
     /// The executed job's settling move, stored with this call's audit event.
     pub settle: Option<super::execute::Settle>,
+    /// The run the call was made in (minted by the gate when the caller sent none).
+    pub run_id: String,
+    /// Whether the call holds a lease on its run's concurrency (released when it ends).
+    pub leased: bool,
 }
 
 impl Trace {
-    pub fn start(now: OffsetDateTime, tool: &str, versions: Versions) -> Self {
+    pub fn start(now: OffsetDateTime, tool: &str, run_id: &str, versions: Versions) -> Self {
         Self {
             call_id: uuid::Uuid::now_v7().to_string(),
             // Registered names are at most 64 characters; anything longer is unknown anyway.
@@ -57,6 +61,8 @@ impl Trace {
             versions,
             approval_context: None,
             settle: None,
+            run_id: run_id.to_owned(),
+            leased: false,
         }
     }
 
@@ -69,6 +75,7 @@ impl Trace {
         CallOutcome {
             call_id: self.call_id.clone(),
             tool: self.tool.clone(),
+            run_id: self.run_id.clone(),
             verdict,
             plan_hash: self.plan_hash.clone(),
             level: self.level,

@@ -61,8 +61,8 @@ pub async fn call_tool(
 }
 
 /// Records that the run took in untrusted content outside the gate (a retrieved document, a
-/// pasted ticket): from now on every `change` in the run needs at least `approval`, in every
-/// process sharing the store. `what` names the source in the audit reason; never the content.
+/// pasted ticket): from now on every `change` in the run, and every change of the same agent (or
+/// subject) within `[taint] window`, needs at least `approval`, in every process sharing the store. `what` names the source in the audit reason; never the content.
 pub async fn took_in_untrusted(
     gate: &Gate,
     ctx: &NodeContext,
@@ -71,9 +71,17 @@ pub async fn took_in_untrusted(
     what: &str,
 ) -> Result<(), NodeError> {
     let reason = format!("{what} read by node `{}` (task {})", ctx.node(), ctx.idempotency_key());
+    let actor = gate.taint_actor(principal);
+    let mark = bridle_core::ports::TaintMark {
+        tenant: &principal.tenant,
+        run_id: &run.run_id,
+        actor: actor.as_deref(),
+        reason: &reason,
+        at: gate.now(),
+    };
     gate.stores()
         .run_flags
-        .taint(&principal.tenant, &run.run_id, &reason)
+        .taint(&mark)
         .await
         .map_err(|e| NodeError::transient(Code::StateUnavailable, format!("cannot record the run's taint: {e}")))
 }

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard};
 
 mod governance;
+mod runs;
 
 use async_trait::async_trait;
 use bridle_core::approval::{self, ApprovalRequest, ApprovalStatus, Grant};
@@ -16,7 +17,7 @@ use bridle_core::models::{ModelEntry, ModelRegistry, Stage};
 use bridle_core::plan::PlanHash;
 use bridle_core::ports::{
     ActionLedger, ApprovalLedger, Audit, AuditLog, BudgetKind, BudgetStore, Consume, Created, Debit, DecisionLog,
-    JobStore, Reserved, RunFlags, StoreError, StoreResult,
+    JobStore, Reserved, StoreError, StoreResult,
 };
 use serde_json::Value;
 use time::OffsetDateTime;
@@ -30,6 +31,8 @@ struct Inner {
     audit: BTreeMap<String, Vec<AuditEvent>>,
     decisions: Vec<DecisionRecord>,
     taints: HashMap<(String, String), String>,
+    actor_taints: HashMap<(String, String), (OffsetDateTime, String)>,
+    runs: HashMap<(String, String), runs::MemoryRun>,
     auto_actions: HashMap<(String, String), Vec<OffsetDateTime>>,
     feedback: Vec<Feedback>,
     models: BTreeMap<(String, String), ModelEntry>,
@@ -324,18 +327,6 @@ impl BudgetStore for MemoryStore {
 
     async fn used(&self, tenant: &str, run_id: &str, kind: BudgetKind) -> StoreResult<u64> {
         Ok(self.lock()?.budgets.get(&(tenant.to_owned(), run_id.to_owned(), kind)).copied().unwrap_or(0))
-    }
-}
-
-#[async_trait]
-impl RunFlags for MemoryStore {
-    async fn taint(&self, tenant: &str, run_id: &str, reason: &str) -> StoreResult<()> {
-        self.lock()?.taints.entry(key(tenant, run_id)).or_insert_with(|| reason.to_owned());
-        Ok(())
-    }
-
-    async fn tainted(&self, tenant: &str, run_id: &str) -> StoreResult<Option<String>> {
-        Ok(self.lock()?.taints.get(&key(tenant, run_id)).cloned())
     }
 }
 

@@ -31,7 +31,7 @@ mod feedback;
 mod governance;
 mod jobs;
 pub(crate) mod migrate;
-mod run_flags;
+mod runs;
 
 use std::time::Duration;
 

@@ -175,6 +175,7 @@ pub(crate) fn audit_event(row: &impl Columns) -> StoreResult<AuditEvent> {
             model: row.opt_text("model")?,
             prompt_hash: row.opt_text("prompt_hash")?,
             tool_schema_hash: row.opt_text("tool_schema_hash")?,
+            agent_source: row.opt_text("agent_source")?.map(|s| parse_enum("audit agent source", &s)).transpose()?,
         },
         tenant: tenant.clone(),
     };
@@ -184,6 +185,24 @@ pub(crate) fn audit_event(row: &impl Columns) -> StoreResult<AuditEvent> {
         evidence_digest: row.opt_text("evidence_digest")?,
         prev_hash: row.text("prev_hash")?,
         hash: row.text("hash")?,
+    })
+}
+
+/// A run from the columns `tenant, run_id, subject, agent, opened_at, last_call_at, calls, state`.
+pub(crate) fn run(row: &impl Columns) -> StoreResult<bridle_core::runs::RunRecord> {
+    let run_id = row.text("run_id")?;
+    let what = |field: &str| format!("run `{run_id}` {field}");
+    let state = row.text("state")?;
+    Ok(bridle_core::runs::RunRecord {
+        tenant: row.text("tenant")?,
+        subject: row.text("subject")?,
+        agent: row.opt_text("agent")?,
+        opened_at: from_nanos(&what("opened_at"), row.int("opened_at")?)?,
+        last_call_at: from_nanos(&what("last_call_at"), row.int("last_call_at")?)?,
+        calls: to_u64(&what("calls"), row.int("calls")?)?,
+        state: bridle_core::runs::RunState::parse(&state)
+            .ok_or_else(|| StoreError::Corrupt(format!("{} `{state}` is unknown", what("state"))))?,
+        run_id,
     })
 }
 

@@ -19,7 +19,7 @@ mod feedback;
 mod governance;
 mod jobs;
 pub(crate) mod migrate;
-mod run_flags;
+mod runs;
 
 use std::path::Path;
 use std::str::FromStr;

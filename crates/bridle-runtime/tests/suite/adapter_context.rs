@@ -155,9 +155,7 @@ async fn fixture() -> Fixture {
 }
 
 fn run(id: &str, incident: &str) -> RunContext {
-    let mut r = RunContext::new(id, incident);
-    r.deadline = Some(T0 + TimeDuration::hours(1));
-    r
+    RunContext::new(id, incident)
 }
 
 impl Fixture {

@@ -10,6 +10,9 @@ use bridle_runtime::gate::CallRequest;
 use serde_json::json;
 
 use super::support::{H, T0, run};
+use bridle_core::RunContext;
+use bridle_core::runs::{RunLimits, RunState};
+use bridle_runtime::store::Stores;
 
 fn set_temp(t: f64) -> CallRequest {
     CallRequest::new("set_temperature", json!({"equipment": "etch-01", "temp_celsius": t}))
@@ -17,25 +20,31 @@ fn set_temp(t: f64) -> CallRequest {
 
 #[tokio::test]
 async fn run_state_codes_come_first() {
-    let h = H::checkout();
+    let mut config = bridle_runtime::bundled::checkout().unwrap();
+    config.limits.defaults =
+        RunLimits { calls: Some(2), deadline: Some(std::time::Duration::from_secs(60)), concurrency: None };
+    let h = H::new(config, Stores::memory());
     let me = h.who("requester-1");
     let unknown = CallRequest::new("nope", json!({}));
     let mut r = run();
     r.cancelled = true;
     assert_eq!(h.gate.call(&me, &r, &unknown).await.unwrap().code(), Some(Code::Cancelled));
-    let mut r = run();
-    r.deadline = Some(T0);
-    assert_eq!(h.gate.call(&me, &r, &unknown).await.unwrap().code(), Some(Code::DeadlineExceeded));
-    let mut r = run();
-    r.call_limit = Some(2);
+    // A cancelled call is refused before the run counts it: two calls remain.
     for _ in 0..2 {
-        assert_eq!(h.gate.call(&me, &r, &unknown).await.unwrap().code(), Some(Code::UnknownTool));
+        assert_eq!(h.gate.call(&me, &run(), &unknown).await.unwrap().code(), Some(Code::UnknownTool));
     }
-    let out = h.gate.call(&me, &r, &unknown).await.unwrap();
+    let out = h.gate.call(&me, &run(), &unknown).await.unwrap();
     assert_eq!(out.code(), Some(Code::BudgetExhausted));
     let rej = super::support::rejection(&out);
     assert_eq!(rej.detail["budget"], "calls");
     assert_eq!(rej.detail["used"], 2);
+    // The deadline counts from the run's first call (T0+10 s): a minute later it has passed.
+    h.clock.set(T0 + time::Duration::seconds(70));
+    let other = RunContext::new("run-102", "inc-42");
+    assert_eq!(h.gate.call(&me, &other, &unknown).await.unwrap().code(), Some(Code::UnknownTool), "a new run");
+    assert_eq!(h.gate.call(&me, &run(), &unknown).await.unwrap().code(), Some(Code::DeadlineExceeded));
+    let record = h.gate.stores().runs.run("tenant-a", "run-101").await.unwrap().unwrap();
+    assert_eq!((record.calls, record.state), (2, RunState::Expired), "refused calls are not counted");
 }
 
 #[tokio::test]

@@ -2,15 +2,16 @@
 //! `untrusted_output` taints its run durably, results are masked before they reach the caller,
 //! the idempotency store or the audit log, and untrusted results come back spotlighted.
 
-use bridle_core::Code;
 use bridle_core::audit::Decision;
 use bridle_core::config::{Config, load};
 use bridle_core::guard::spotlight::{Mulberry32, run_seed};
+use bridle_core::{Code, Principal};
 use bridle_runtime::gate::CallRequest;
 use bridle_runtime::store::Stores;
 use serde_json::json;
 
-use super::support::{H, rejection, run};
+use super::support::{H, T0, rejection, run};
+use bridle_core::ports::TaintMark;
 
 const SECRET: &str = "AKIAIOSFODNN7EXAMPLE";
 const EMAIL: &str = "kim.operator@example.com";
@@ -145,18 +146,46 @@ async fn an_untrusted_read_taints_its_run_and_the_next_change_needs_approval() {
     assert!(audited.contains("output of `read_ticket`"), "the audit event names the source: {audited}");
     assert_eq!(h.adapter.changes_applied(), 0);
 
-    // Another run of the same tenant is unaffected; a trusted read taints nothing.
+    // Another subject's run of the same tenant is unaffected; a trusted read taints nothing.
+    let colleague = Principal { subject: "engineer-2".into(), ..me.clone() };
     let other = in_run("run-102");
     assert_eq!(
         h.gate
-            .call(&me, &other, &CallRequest::new("get_recipe", json!({"equipment": "etch-01"})))
+            .call(&colleague, &other, &CallRequest::new("get_recipe", json!({"equipment": "etch-01"})))
             .await
             .unwrap()
             .code(),
         None
     );
-    assert_eq!(h.gate.call(&me, &other, &set_temp(385)).await.unwrap().code(), None);
-    assert_eq!(h.gate.stores().run_flags.tainted("fab-1", "run-102").await.unwrap(), None);
+    assert_eq!(h.gate.call(&colleague, &other, &set_temp(385)).await.unwrap().code(), None);
+    assert_eq!(h.gate.stores().run_flags.run_taint("fab-1", "run-102").await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn a_fresh_run_id_does_not_launder_taint_within_the_window() {
+    let h = H::new(config(), Stores::memory());
+    let me = h.who("engineer");
+    assert_eq!(h.gate.call(&me, &run(), &ticket("T-1")).await.unwrap().code(), None);
+    // The same subject in a run it never tainted: its actor's taint follows it for an hour.
+    let out = h.gate.call(&me, &in_run("run-fresh"), &set_temp(385)).await.unwrap();
+    assert_eq!(out.code(), Some(Code::ApprovalRequired));
+    let reasons = rejection(&out).detail["reasons"].to_string();
+    assert!(reasons.contains("output of `read_ticket`") && reasons.contains("subject:engineer"), "{reasons}");
+    // After the window it lapses (the run that took the content in stays tainted).
+    h.clock.set(T0 + time::Duration::hours(2));
+    assert_eq!(h.gate.call(&me, &in_run("run-later"), &set_temp(385)).await.unwrap().code(), None);
+    assert_eq!(h.gate.call(&me, &run(), &set_temp(380)).await.unwrap().code(), Some(Code::ApprovalRequired));
+}
+
+#[tokio::test]
+async fn a_zero_window_keeps_taint_to_its_run() {
+    let mut config = config();
+    config.taint.window = std::time::Duration::ZERO;
+    let h = H::new(config, Stores::memory());
+    let me = h.who("engineer");
+    assert_eq!(h.gate.call(&me, &run(), &ticket("T-1")).await.unwrap().code(), None);
+    assert_eq!(h.gate.call(&me, &in_run("run-fresh"), &set_temp(385)).await.unwrap().code(), None);
+    assert_eq!(h.gate.call(&me, &run(), &set_temp(385)).await.unwrap().code(), Some(Code::ApprovalRequired));
 }
 
 #[tokio::test]
@@ -170,11 +199,13 @@ async fn taint_survives_reopening_the_sqlite_file() {
     }
     // A second process opening the same file sees the taint.
     let h = H::new(config(), Stores::open(&url).await.unwrap());
-    let why = h.gate.stores().run_flags.tainted("fab-1", "run-101").await.unwrap().unwrap();
+    let why = h.gate.stores().run_flags.run_taint("fab-1", "run-101").await.unwrap().unwrap();
     assert!(why.starts_with("output of `read_ticket`"), "{why}");
     let out = h.gate.call(&h.who("engineer"), &run(), &set_temp(385)).await.unwrap();
     assert_eq!(out.code(), Some(Code::ApprovalRequired));
-    assert_eq!(h.gate.call(&h.who("engineer"), &in_run("run-9"), &set_temp(385)).await.unwrap().code(), None);
+    // The subject's taint is in the file too: a fresh run of the same subject needs approval.
+    let fresh = h.gate.call(&h.who("engineer"), &in_run("run-9"), &set_temp(385)).await.unwrap();
+    assert_eq!(fresh.code(), Some(Code::ApprovalRequired));
 }
 
 #[tokio::test]
@@ -184,7 +215,7 @@ async fn dry_runs_never_taint() {
     let dry = CallRequest { dry_run: true, ..ticket("T-1") };
     let out = h.gate.call(&me, &run(), &dry).await.unwrap();
     assert!(matches!(out.verdict, bridle_runtime::Verdict::DryRun { would_reject: None }), "{out:?}");
-    assert_eq!(h.gate.stores().run_flags.tainted("fab-1", "run-101").await.unwrap(), None);
+    assert_eq!(h.gate.stores().run_flags.run_taint("fab-1", "run-101").await.unwrap(), None);
     assert_eq!(h.gate.call(&me, &run(), &set_temp(385)).await.unwrap().code(), None);
 }
 
@@ -250,18 +281,19 @@ async fn a_result_leaking_the_canary_is_withheld() {
     let event = h.tool_calls().await.pop().unwrap();
     assert_eq!(event.record.decision, Some(Decision::Executed), "it ran; only its answer is withheld");
     assert_eq!(event.record.code.as_deref(), Some("output_blocked"));
-    assert!(h.gate.stores().run_flags.tainted("fab-1", "run-101").await.unwrap().is_some());
+    assert!(h.gate.stores().run_flags.run_taint("fab-1", "run-101").await.unwrap().is_some());
 }
 
 #[tokio::test]
 async fn run_flags_keep_the_first_reason_on_every_backend() {
     for stores in [Stores::memory(), Stores::open("sqlite::memory:").await.unwrap()] {
         let flags = &stores.run_flags;
-        assert_eq!(flags.tainted("t", "r").await.unwrap(), None);
-        flags.taint("t", "r", "output of `a`").await.unwrap();
-        flags.taint("t", "r", "output of `b`").await.unwrap();
-        assert_eq!(flags.tainted("t", "r").await.unwrap().as_deref(), Some("output of `a`"), "{}", stores.url);
-        assert_eq!(flags.tainted("t", "r2").await.unwrap(), None, "per run");
-        assert_eq!(flags.tainted("u", "r").await.unwrap(), None, "per tenant");
+        let mark = |reason: &'static str| TaintMark { tenant: "t", run_id: "r", actor: None, reason, at: T0 };
+        assert_eq!(flags.run_taint("t", "r").await.unwrap(), None);
+        flags.taint(&mark("output of `a`")).await.unwrap();
+        flags.taint(&mark("output of `b`")).await.unwrap();
+        assert_eq!(flags.run_taint("t", "r").await.unwrap().as_deref(), Some("output of `a`"), "{}", stores.url);
+        assert_eq!(flags.run_taint("t", "r2").await.unwrap(), None, "per run");
+        assert_eq!(flags.run_taint("u", "r").await.unwrap(), None, "per tenant");
     }
 }

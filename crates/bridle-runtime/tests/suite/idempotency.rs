@@ -41,11 +41,15 @@ async fn the_same_key_for_another_plan_is_a_conflict() {
     h.gate.call(&me, &r, &CallRequest::new("scale_replicas", change(3)).with_key("k-1")).await.unwrap();
     let other = h.gate.call(&me, &r, &CallRequest::new("scale_replicas", change(4)).with_key("k-1")).await.unwrap();
     assert_eq!(other.code(), Some(Code::IdempotencyConflict));
-    // Keys belong to a subject: another subject may use the same key freely.
+    // Keys belong to a subject: another subject (in a run of its own) may use the same key freely.
     let mut other_subject = me.clone();
     other_subject.subject = "requester-9".into();
-    let out =
-        h.gate.call(&other_subject, &r, &CallRequest::new("scale_replicas", change(4)).with_key("k-1")).await.unwrap();
+    let own_run = bridle_core::RunContext::new("run-of-requester-9", "inc-42");
+    let out = h
+        .gate
+        .call(&other_subject, &own_run, &CallRequest::new("scale_replicas", change(4)).with_key("k-1"))
+        .await
+        .unwrap();
     assert_eq!(out.code(), Some(Code::ApprovalRequired));
 }
 

@@ -17,6 +17,7 @@ mod postgres;
 mod sqlite;
 
 use actions::{auto_window_slides_per_tenant_and_resource, concurrent_auto_admissions_never_pass_the_limit};
+use bridle_core::agents::AgentSource;
 use feedback::{feedback_rates_decisions_of_its_own_tenant, models_move_stage_by_compare_and_set};
 use gate_level::{
     keyed_retries_during_and_after_a_job_get_in_progress_then_the_result,
@@ -581,6 +582,10 @@ fn record(tenant: &str, i: u64) -> AuditRecord {
             model: odd.then(|| "m-1".into()),
             prompt_hash: (i % 3 == 2).then(|| format!("{i:064x}")),
             tool_schema_hash: (!i.is_multiple_of(4)).then(|| "tools-1".into()),
+            agent_source: [None, Some(AgentSource::Claim), Some(AgentSource::Principal), Some(AgentSource::Request)]
+                .get(usize::try_from(i % 4).unwrap_or(0))
+                .copied()
+                .flatten(),
         },
     }
 }

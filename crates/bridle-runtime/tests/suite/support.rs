@@ -93,9 +93,7 @@ pub fn rejection(o: &bridle_runtime::CallOutcome) -> bridle_core::Rejection {
 }
 
 pub fn run() -> RunContext {
-    let mut r = RunContext::new("run-101", "inc-42");
-    r.deadline = Some(T0 + Duration::hours(1));
-    r
+    RunContext::new("run-101", "inc-42")
 }
 
 pub const FAB_TOML: &str = r#"

@@ -85,6 +85,7 @@ mod tests {
         CallOutcome {
             call_id: "c1".into(),
             tool: "scale_replicas".into(),
+            run_id: "run-1".into(),
             verdict,
             plan_hash: None,
             level: None,

@@ -60,6 +60,7 @@ pub fn token_for(subject: &str, tenant: &str, services: &[&str], scopes: &[&str]
         services: services.iter().map(|s| (*s).to_owned()).collect(),
         scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
         ttl_seconds: 3600,
+        agent: None,
     };
     issue_hs256(SECRET, DEFAULT_ISSUER, DEFAULT_AUDIENCE, &request).unwrap()
 }

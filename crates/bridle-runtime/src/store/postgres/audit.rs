@@ -35,17 +35,17 @@ const PRUNE_PAGE: i64 = 1000;
 /// Stored columns, in insert order.
 const COLUMNS: &str = "tenant, seq, kind, call_id, at, at_offset, subject, run_id, incident, tool, \
      policy_version, plan_hash, executor_identity, approval_id, approver, decision, code, reason, total_us, \
-     policy_us, adapter_us, prev_hash, hash, evidence_digest, agent_id, model, prompt_hash, tool_schema_hash";
+     policy_us, adapter_us, prev_hash, hash, evidence_digest, agent_id, model, prompt_hash, tool_schema_hash, agent_source";
 
 /// Inserts a batch: each parameter is one column as an array, in [`COLUMNS`] order.
 const INSERT: &str = "INSERT INTO audit_events (tenant, seq, kind, call_id, at, at_offset, subject, run_id, incident,
          tool, policy_version, plan_hash, executor_identity, approval_id, approver, decision, code, reason,
          total_us, policy_us, adapter_us, prev_hash, hash, evidence_digest, agent_id, model, prompt_hash,
-         tool_schema_hash)
+         tool_schema_hash, agent_source)
      SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::bigint[],
          $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[],
          $15::text[], $16::text[], $17::text[], $18::text[], $19::bigint[], $20::bigint[], $21::bigint[],
-         $22::text[], $23::text[], $24::text[], $25::text[], $26::text[], $27::text[], $28::text[])";
+         $22::text[], $23::text[], $24::text[], $25::text[], $26::text[], $27::text[], $28::text[], $29::text[])";
 
 /// A batch of events as column arrays.
 #[derive(Default)]
@@ -78,6 +78,7 @@ struct Columns {
     model: Vec<Option<String>>,
     prompt_hash: Vec<Option<String>>,
     tool_schema_hash: Vec<Option<String>>,
+    agent_source: Vec<Option<&'static str>>,
 }
 
 impl Columns {
@@ -114,6 +115,7 @@ impl Columns {
         self.model.push(r.versions.model.clone());
         self.prompt_hash.push(r.versions.prompt_hash.clone());
         self.tool_schema_hash.push(r.versions.tool_schema_hash.clone());
+        self.agent_source.push(r.versions.agent_source.map(bridle_core::agents::AgentSource::as_str));
         Ok(())
     }
 
@@ -147,6 +149,7 @@ impl Columns {
             .bind(self.model)
             .bind(self.prompt_hash)
             .bind(self.tool_schema_hash)
+            .bind(self.agent_source)
             .execute(conn)
             .await
             .map_err(db_err)?;

@@ -18,11 +18,11 @@ use super::{SqliteStore, db_err, enum_name, to_i64, to_nanos, to_u64};
 /// Stored columns, in insert order.
 const COLUMNS: &str = "tenant, seq, kind, call_id, at, at_offset, subject, run_id, incident, tool, \
      policy_version, plan_hash, executor_identity, approval_id, approver, decision, code, reason, total_us, \
-     policy_us, adapter_us, prev_hash, hash, evidence_digest, agent_id, model, prompt_hash, tool_schema_hash";
+     policy_us, adapter_us, prev_hash, hash, evidence_digest, agent_id, model, prompt_hash, tool_schema_hash, agent_source";
 /// How many columns [`COLUMNS`] names.
-const WIDTH: usize = 28;
+const WIDTH: usize = 29;
 /// Rows per INSERT statement, largest first: a batch is cut into these sizes so only a few
-/// distinct statements are ever prepared (28 × 100 parameters stays far below SQLite's limit).
+/// distinct statements are ever prepared (29 × 100 parameters stays far below SQLite's limit).
 const CHUNKS: [usize; 3] = [100, 10, 1];
 /// Events whose evidence one prune transaction drops.
 const PRUNE_PAGE: i64 = 1000;
@@ -38,6 +38,7 @@ struct Stored<'a> {
     total_us: i64,
     policy_us: i64,
     adapter_us: i64,
+    agent_source: Option<&'static str>,
 }
 
 impl<'a> Stored<'a> {
@@ -56,6 +57,7 @@ impl<'a> Stored<'a> {
             total_us: int("total_us", r.timings.total_us)?,
             policy_us: int("policy_us", r.timings.policy_us)?,
             adapter_us: int("adapter_us", r.timings.adapter_us)?,
+            agent_source: r.versions.agent_source.map(bridle_core::agents::AgentSource::as_str),
         })
     }
 }
@@ -98,7 +100,8 @@ async fn insert(conn: &mut SqliteConnection, rows: &[Stored<'_>]) -> StoreResult
             .bind(&r.versions.agent_id)
             .bind(&r.versions.model)
             .bind(&r.versions.prompt_hash)
-            .bind(&r.versions.tool_schema_hash);
+            .bind(&r.versions.tool_schema_hash)
+            .bind(s.agent_source);
     }
     q.execute(conn).await.map_err(db_err)?;
     Ok(())

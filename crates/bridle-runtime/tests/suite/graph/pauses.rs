@@ -456,7 +456,7 @@ async fn a_retrieved_document_taints_the_run_so_a_later_change_needs_approval() 
     let out = graph.invoke(RunConfig::new("t-rag"), Value::Null).await.unwrap();
     assert_eq!(out.state["facts"]["before"], "auto");
     assert_eq!(out.state["facts"]["after"], "approval", "taint escalates the change");
-    let reason = h.gate.stores().run_flags.tainted("fab-1", "run-101").await.unwrap().unwrap();
+    let reason = h.gate.stores().run_flags.run_taint("fab-1", "run-101").await.unwrap().unwrap();
     assert!(reason.contains("runbook page `etch-drift`") && reason.contains("retrieve_then_act"), "{reason}");
 }
 

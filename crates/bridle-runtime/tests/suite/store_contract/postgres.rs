@@ -277,9 +277,10 @@ async fn postgres_urls_open_every_port_on_one_shared_database() -> anyhow::Resul
     let j = job(&format!("{tenant}-j-1"), &p, Some("k-1"), Some(&approval), secs(5))?;
     ensure!(b.jobs.reserve(&j, Some(&consume(&approval, &p, secs(5))?), Vec::new()).await? == Reserved::Reserved);
     ensure!(a.jobs.find_by_key(&tenant, "requester-1", "k-1").await? == Some(j.clone()));
-    a.run_flags.taint(&tenant, "run-1", "first").await?;
-    b.run_flags.taint(&tenant, "run-1", "second").await?;
-    ensure!(b.run_flags.tainted(&tenant, "run-1").await?.as_deref() == Some("first"));
+    let mark = |reason| bridle_core::ports::TaintMark { tenant: &tenant, run_id: "run-1", actor: None, reason, at: T0 };
+    a.run_flags.taint(&mark("first")).await?;
+    b.run_flags.taint(&mark("second")).await?;
+    ensure!(b.run_flags.run_taint(&tenant, "run-1").await?.as_deref() == Some("first"));
     ensure!(a.budgets.debit(&tenant, "run-1", BudgetKind::Calls, 2, 3).await? == Debit::Accepted { used: 2 });
     ensure!(b.budgets.debit(&tenant, "run-1", BudgetKind::Calls, 2, 3).await? == Debit::Exhausted { used: 2 });
     a.decisions.record(&super::decision(&format!("{tenant}-d-1"), &tenant, secs(1))).await?;
