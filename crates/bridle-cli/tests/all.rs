@@ -15,6 +15,7 @@ mod suite {
     mod lab;
     mod mcp;
     mod otlp;
+    mod redteam;
     mod replay;
     mod replicas;
     mod run;

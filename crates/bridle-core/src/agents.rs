@@ -42,6 +42,13 @@ pub struct AgentEntry {
     pub principals: BTreeSet<String>,
 }
 
+impl AgentEntry {
+    /// Whether the agent may call `tool`: in its set and within its risk ceiling.
+    pub fn allows(&self, tool: &ToolContract) -> bool {
+        self.tools.contains(&tool.name) && tool.risk <= self.risk_ceiling
+    }
+}
+
 /// Where a call's agent came from, strongest first. Audit events record it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -65,7 +72,7 @@ impl AgentSource {
     }
 
     /// Whether the agent comes from the credential (claim or binding), not from the request.
-    pub const fn from_credential(self) -> bool {
+    pub const fn by_credential(self) -> bool {
         !matches!(self, Self::Request)
     }
 }
@@ -180,6 +187,15 @@ impl AgentRegistry {
     /// Whether no agent is registered.
     pub fn is_empty(&self) -> bool {
         self.agents.is_empty()
+    }
+
+    /// The agent a credential belongs to: `None` for a credential of no agent, `Some(None)` for
+    /// a claim naming an agent this configuration does not register (it may call nothing).
+    pub fn credential_agent(&self, principal: &Principal) -> Option<Option<&AgentEntry>> {
+        match &principal.agent {
+            Some(id) => Some(self.agents.get(id)),
+            None => self.bound_to(&principal.subject).map(Some),
+        }
     }
 
     /// The agent whose `principals` list `subject`, if any (at most one: checked at load).

@@ -60,6 +60,13 @@ impl TokenBudget {
         Self { limits, by_agent: BTreeMap::new(), session: 0 }
     }
 
+    /// A budget of which `agent` has spent `agent_spent` and the session `session_spent` (as a
+    /// store counted them), to check and size a call with.
+    pub fn with_spent(limits: TokenLimits, agent: &str, agent_spent: u64, session_spent: u64) -> Self {
+        let by_agent = BTreeMap::from([(agent.to_owned(), agent_spent)]);
+        Self { limits, by_agent, session: session_spent }
+    }
+
     /// The limits in force.
     pub fn limits(&self) -> &TokenLimits {
         &self.limits
@@ -120,7 +127,9 @@ fn cap(value: u64, limit: Option<u64>) -> u64 {
     limit.map_or(value, |l| value.min(l))
 }
 
-fn exhausted(budget: &str, limit: u64, spent: u64, requested: u64) -> Rejection {
+/// The `budget_exhausted` rejection of token budget `budget` (named as [`agent_budget_name`] or
+/// [`SESSION_BUDGET`]).
+pub fn exhausted(budget: &str, limit: u64, spent: u64, requested: u64) -> Rejection {
     Rejection::new(
         Code::BudgetExhausted,
         format!("token budget `{budget}` is spent ({spent} of {limit} tokens used, {requested} more asked)"),

@@ -14,6 +14,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::agents::AgentRegistry;
 use crate::principal::Principal;
 use crate::verdict::Rejection;
 
@@ -198,20 +199,26 @@ impl Registry {
         self.tools.values()
     }
 
-    /// Tools the principal's scopes allow: the list to show a model. Exposure is a convenience,
+    /// Tools the principal's scopes allow, and for a credential that belongs to an agent, that
+    /// agent's tools within its risk ceiling: the list to show a model. Exposure is a convenience,
     /// not the boundary; every call is still checked.
-    pub fn model_tools(&self, principal: &Principal) -> Vec<&Arc<ToolContract>> {
-        self.tools.values().filter(|t| principal.has_scope(&t.scope)).collect()
+    pub fn model_tools(&self, principal: &Principal, agents: &AgentRegistry) -> Vec<&Arc<ToolContract>> {
+        let agent = agents.credential_agent(principal);
+        self.tools
+            .values()
+            .filter(|t| principal.has_scope(&t.scope))
+            .filter(|t| agent.is_none_or(|a| a.as_ref().is_some_and(|a| a.allows(t))))
+            .collect()
     }
 
     /// [`Self::model_tools`] in MCP `tools/list` format.
-    pub fn mcp_tools(&self, principal: &Principal) -> Value {
-        Value::Array(self.model_tools(principal).iter().map(|t| expose::mcp(t)).collect())
+    pub fn mcp_tools(&self, principal: &Principal, agents: &AgentRegistry) -> Value {
+        Value::Array(self.model_tools(principal, agents).iter().map(|t| expose::mcp(t)).collect())
     }
 
     /// [`Self::model_tools`] in OpenAI function-calling format.
-    pub fn openai_tools(&self, principal: &Principal) -> Value {
-        Value::Array(self.model_tools(principal).iter().map(|t| expose::openai(t)).collect())
+    pub fn openai_tools(&self, principal: &Principal, agents: &AgentRegistry) -> Value {
+        Value::Array(self.model_tools(principal, agents).iter().map(|t| expose::openai(t)).collect())
     }
 }
 

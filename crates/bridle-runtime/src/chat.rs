@@ -233,11 +233,11 @@ impl Chat {
         let system = self.system_prompt(&canary, &principal.tenant, &run.run_id);
         let mut protected = Protected::default();
         protected.add_runs(Leak::SystemPrompt, &system);
-        for tool in self.gate.config().registry.model_tools(principal) {
+        for tool in self.gate.config().registry.model_tools(principal, &self.gate.config().agents) {
             protected.add_whole(Leak::ToolList, &tool.description);
             protected.add_runs(Leak::ToolSchema, &tool.schema.source().to_string());
         }
-        let offered = match self.gate.config().registry.openai_tools(principal) {
+        let offered = match self.gate.config().registry.openai_tools(principal, &self.gate.config().agents) {
             Value::Array(tools) => tools,
             _ => Vec::new(),
         };

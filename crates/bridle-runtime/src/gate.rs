@@ -560,8 +560,10 @@ fn bounded(text: &str) -> String {
     bridle_core::verdict::clip(text, bridle_core::bounds::ID_MAX)
 }
 
-/// A run id for a call that named none (a UUIDv7, so ids sort by time).
-pub(crate) fn mint_run_id() -> String {
+/// A run id for a call that named none: `run-` and a UUIDv7 (ids sort by time). The doors mint
+/// one per request, so the calls of one answer share their run; the gate mints one for a library
+/// caller that sent none.
+pub fn mint_run_id() -> String {
     format!("run-{}", uuid::Uuid::now_v7())
 }
 

@@ -285,10 +285,16 @@ impl std::fmt::Debug for Runtime {
 }
 
 impl Runtime {
-    /// A model client for one session: the configured model under the configured limits, with
-    /// a token budget of its own.
-    pub fn session_llm(&self) -> Arc<dyn LlmClient> {
-        Arc::new(LimitedClient::new(self.llm.clone(), self.limits.clone(), self.clock.clone()))
+    /// A model client for run `run_id` of `tenant`: the configured model under the configured
+    /// limits, its token budget counted in the store for the run (shared by every replica and
+    /// every resume of the run).
+    pub fn session_llm(&self, tenant: &str, run_id: &str) -> Arc<dyn LlmClient> {
+        let ledger = crate::llm::limits::TokenLedger {
+            budgets: self.stores.budgets.clone(),
+            tenant: tenant.to_owned(),
+            run_id: run_id.to_owned(),
+        };
+        Arc::new(LimitedClient::for_run(self.llm.clone(), self.limits.clone(), self.clock.clone(), ledger))
     }
 
     /// Settings for a pipeline run: the checkpointer, durability, retention, recursion limit,

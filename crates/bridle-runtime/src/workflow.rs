@@ -39,6 +39,13 @@ use crate::graph::{
 use crate::llm::LlmClient;
 use crate::runtime::Runtime;
 
+/// A fresh run id for `workflow` in its principal's tenant: `{tenant}/{uuid v7}` (ids sort by
+/// start time), the shape of the API's run ids.
+pub fn new_run_id(workflow: &Workflow, config: &bridle_core::config::Config) -> String {
+    let tenant = config.principals.get(&workflow.principal).map_or("", |p| p.tenant.as_str());
+    format!("{tenant}/{}", uuid::Uuid::now_v7())
+}
+
 /// The state key where a run started over the API keeps the principal it acts for.
 pub const REQUESTER: &str = "_requester";
 
@@ -98,11 +105,12 @@ pub struct WorkflowDeps {
 }
 
 impl WorkflowDeps {
-    /// The runtime's gate, a session model client, the gate's clock and the configured deadlines.
-    pub fn from_runtime(runtime: &Runtime) -> Self {
+    /// For run `run_id` of `tenant`: the runtime's gate, the run's model session (its token
+    /// budget counted in the store for the run), the gate's clock and the configured deadlines.
+    pub fn for_run(runtime: &Runtime, tenant: &str, run_id: &str) -> Self {
         Self {
             gate: runtime.gate.clone(),
-            client: runtime.session_llm(),
+            client: runtime.session_llm(tenant, run_id),
             clock: runtime.gate.clock.clone(),
             deadlines: runtime.config.runtime.deadlines,
             principal: None,
@@ -318,15 +326,11 @@ impl CompiledWorkflow {
         Ok(Self { graph, shared, allowance })
     }
 
-    /// Compiles `workflow` on a runtime's gate, model and deadlines.
-    pub fn for_runtime(workflow: Workflow, runtime: &Runtime) -> Result<Self, Rejection> {
-        Self::new(workflow, WorkflowDeps::from_runtime(runtime))
-    }
-
-    /// A fresh run id in the workflow principal's tenant: `{tenant}/{uuid v7}` (ids sort by
-    /// start time), the shape of the API's run ids.
-    pub fn new_run_id(&self) -> String {
-        format!("{}/{}", self.shared.principal.tenant, uuid::Uuid::now_v7())
+    /// Compiles `workflow` for run `run_id` (see [`new_run_id`]) on a runtime's gate, model and
+    /// deadlines, acting as the file's principal.
+    pub fn for_runtime(workflow: Workflow, runtime: &Runtime, run_id: &str) -> Result<Self, Rejection> {
+        let tenant = runtime.config.principals.get(&workflow.principal).map(|p| p.tenant.clone()).unwrap_or_default();
+        Self::new(workflow, WorkflowDeps::for_run(runtime, &tenant, run_id))
     }
 
     /// The tenant its calls act in.

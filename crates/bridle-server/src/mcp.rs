@@ -189,7 +189,8 @@ impl ServerHandler for BridleMcp {
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let principal = self.principal(&ctx)?;
-        let exposed = self.gate.config().registry.mcp_tools(&principal);
+        let config = self.gate.config();
+        let exposed = config.registry.mcp_tools(&principal, &config.agents);
         let tools: Vec<Tool> = serde_json::from_value(exposed)
             .map_err(|e| ErrorData::internal_error(format!("tool definitions: {e}"), None))?;
         Ok(ListToolsResult::with_all_items(tools))

@@ -124,17 +124,18 @@ impl Runs {
     /// The graph of `pipeline` acting for `starter`: the runtime's session model, every model
     /// call recorded in the starter's tenant's decision log. The `fab` pipeline's plans are
     /// requested by the starter (the gate authorizes every tool call for them).
-    fn graph(&self, pipeline: &str, starter: &Principal) -> Result<Graph, RunError> {
+    fn graph(&self, pipeline: &str, starter: &Principal, thread: &str) -> Result<Graph, RunError> {
+        let llm = self.runtime.session_llm(&starter.tenant, thread);
         match pipeline {
             "analysis" => {
                 let recorder =
                     Recorder::new(self.runtime.stores.decisions.clone(), &starter.tenant, &self.runtime.config);
-                analysis_graph_recorded(self.runtime.session_llm(), AnalysisOptions::default(), recorder)
+                analysis_graph_recorded(llm, AnalysisOptions::default(), recorder)
                     .map_err(|e| RunError::Internal(e.clone()))
             }
             "fab" => fab_graph(
                 self.runtime.gate.clone(),
-                self.runtime.session_llm(),
+                llm,
                 starter.clone(),
                 FabOptions::from_config(&self.runtime.config),
             )
@@ -147,16 +148,15 @@ impl Runs {
     /// `fab` run keeps its starter in its state, so whoever answers its interrupts later, its
     /// plans stay requested by the starter.
     pub fn start(&self, starter: &Principal, pipeline: &str, mut input: Value) -> Result<String, RunError> {
-        let graph = self.graph(pipeline, starter)?;
+        // v7: ids sort by start time, which `list` relies on.
+        let run_id = uuid::Uuid::now_v7().to_string();
+        let thread = thread_id(&starter.tenant, &run_id);
+        let graph = self.graph(pipeline, starter, &thread)?;
         if pipeline == "fab"
             && let Some(fields) = input.as_object_mut()
         {
             fields.insert(REQUESTER.to_owned(), serde_json::to_value(starter).map_err(|e| internal(&e))?);
         }
-        let tenant = starter.tenant.as_str();
-        // v7: ids sort by start time, which `list` relies on.
-        let run_id = uuid::Uuid::now_v7().to_string();
-        let thread = thread_id(tenant, &run_id);
         self.track(&thread)?;
         let stream = graph.stream(self.run_config(pipeline, &thread), input);
         self.runtime.spawn_stream(stream, self.feeder(thread));
@@ -168,8 +168,12 @@ impl Runs {
         &self,
         workflow: bridle_core::workflow::Workflow,
         starter: &Principal,
+        thread: &str,
     ) -> Result<CompiledWorkflow, RunError> {
-        let deps = WorkflowDeps { principal: Some(starter.clone()), ..WorkflowDeps::from_runtime(&self.runtime) };
+        let deps = WorkflowDeps {
+            principal: Some(starter.clone()),
+            ..WorkflowDeps::for_run(&self.runtime, &starter.tenant, thread)
+        };
         CompiledWorkflow::new(workflow, deps).map_err(RunError::Refused)
     }
 
@@ -179,7 +183,9 @@ impl Runs {
     pub fn start_workflow(&self, starter: &Principal, name: &str, input: Value) -> Result<String, RunError> {
         let workflow = bridle_runtime::workflow::load_named(name, &self.runtime.config)
             .map_err(|r| if r.code == Code::NotFound { RunError::NotFound(r.message) } else { RunError::Refused(r) })?;
-        let compiled = self.workflow(workflow, starter)?;
+        let run_id = uuid::Uuid::now_v7().to_string();
+        let thread = thread_id(&starter.tenant, &run_id);
+        let compiled = self.workflow(workflow, starter, &thread)?;
         let mut input = input;
         match input.as_object_mut() {
             Some(fields) => {
@@ -187,8 +193,6 @@ impl Runs {
             }
             None => return Err(RunError::Refused(Rejection::new(Code::BadRequest, "a workflow's input is an object"))),
         }
-        let run_id = uuid::Uuid::now_v7().to_string();
-        let thread = thread_id(&starter.tenant, &run_id);
         self.track(&thread)?;
         let stream = compiled.start(compiled.run_config(&self.runtime, &thread), input);
         self.runtime.spawn_stream(stream, self.feeder(thread));
@@ -227,13 +231,13 @@ impl Runs {
                         format!("the workflow of run `{run_id}` changed or is no longer in `[workflows] dir`"),
                     ))
                 })?;
-            let compiled = self.workflow(workflow, &starter_of(pipeline, tenant, &checkpoint)?)?;
+            let compiled = self.workflow(workflow, &starter_of(pipeline, tenant, &checkpoint)?, &thread)?;
             self.track(&thread)?;
             let stream = compiled.resume(compiled.run_config(&self.runtime, &thread), interrupt_id, value);
             self.runtime.spawn_stream(stream, self.feeder(thread));
             return Ok(());
         }
-        let graph = self.graph(pipeline, &starter_of(pipeline, tenant, &checkpoint)?)?;
+        let graph = self.graph(pipeline, &starter_of(pipeline, tenant, &checkpoint)?, &thread)?;
         self.track(&thread)?;
         let stream = graph.resume(self.run_config(pipeline, &thread), interrupt_id, value);
         self.runtime.spawn_stream(stream, self.feeder(thread));

@@ -149,21 +149,24 @@ pub async fn run(args: Args<'_>) -> anyhow::Result<ExitCode> {
         builder = builder.llm(super::replay::model_from(model)?.0);
     }
     let runtime = builder.build().await.context("building the runtime")?;
-    let compiled =
-        CompiledWorkflow::for_runtime(workflow, &runtime).map_err(|r| anyhow::anyhow!("{}: {}", r.code, r.message))?;
+    let run_id = match &args.resume {
+        Some((run_id, _, _)) => (*run_id).to_owned(),
+        None => bridle_runtime::workflow::new_run_id(&workflow, &config),
+    };
+    let compiled = CompiledWorkflow::for_runtime(workflow, &runtime, &run_id)
+        .map_err(|r| anyhow::anyhow!("{}: {}", r.code, r.message))?;
     let started = Instant::now();
     let mut stream = match args.resume {
-        Some((run_id, interrupt, value)) => {
+        Some((_, interrupt, value)) => {
             let value = parse_json("--value", value)?;
             eprintln!("resuming {run_id} at {interrupt}");
-            compiled.resume(compiled.run_config(&runtime, run_id), interrupt, value)
+            compiled.resume(compiled.run_config(&runtime, &run_id), interrupt, value)
         }
         None => {
             let input = match args.input {
                 Some(text) => parse_json("--input", text)?,
                 None => json!({}),
             };
-            let run_id = compiled.new_run_id();
             eprintln!(
                 "run {run_id}: workflow `{}` ({} nodes, deadline {} s)",
                 compiled.workflow().name,

@@ -25,13 +25,33 @@ fn example_loads_with_both_tools() {
 fn model_tools_follow_scopes() {
     let c = checkout();
     let viewer = Principal::new("viewer-4", "tenant-a", &["checkout"], &["service:read"]);
-    let names: Vec<_> = c.registry.model_tools(&viewer).iter().map(|t| t.name.clone()).collect();
+    let names: Vec<_> = c.registry.model_tools(&viewer, &c.agents).iter().map(|t| t.name.clone()).collect();
     assert_eq!(names, ["get_service_snapshot"]);
-    let mcp = c.registry.mcp_tools(&viewer);
+    let mcp = c.registry.mcp_tools(&viewer, &c.agents);
     assert_eq!(mcp[0]["inputSchema"]["additionalProperties"], false);
-    let openai = c.registry.openai_tools(&c.principals["requester-1"]);
+    let openai = c.registry.openai_tools(&c.principals["requester-1"], &c.agents);
     assert_eq!(openai.as_array().map(Vec::len), Some(2));
     assert_eq!(openai[1]["function"]["name"], "scale_replicas");
+}
+
+#[test]
+fn an_agent_credential_sees_only_its_agents_tools() {
+    let c = load_example_with(|t| {
+        format!(
+            "{t}\n[[agents]]\nid = \"watcher\"\nowner = \"sre\"\npurpose = \"reads\"\nmodel = \"m\"\nprompt = \"p\"\n\
+             tools = [\"get_service_snapshot\"]\nrisk_ceiling = \"read\"\nprincipals = [\"bot-7\"]\n"
+        )
+    })
+    .unwrap();
+    let requester = c.principals["requester-1"].clone();
+    let names = |p: &Principal| -> Vec<String> {
+        c.registry.model_tools(p, &c.agents).iter().map(|t| t.name.clone()).collect()
+    };
+    assert_eq!(names(&requester), ["get_service_snapshot", "scale_replicas"]);
+    assert_eq!(names(&requester.clone().with_agent("watcher")), ["get_service_snapshot"]);
+    assert!(names(&requester.clone().with_agent("ghost")).is_empty(), "an unregistered agent may call nothing");
+    let bound = Principal { subject: "bot-7".into(), ..requester };
+    assert_eq!(names(&bound), ["get_service_snapshot"], "a bound subject is the agent's credential");
 }
 
 #[test]

@@ -122,7 +122,6 @@ fn durability(url: &str) -> String {
 struct Replica {
     gate: Gate,
     principal: bridle_core::Principal,
-    run: RunContext,
 }
 
 async fn replica(plan: &DecisionsPlan, config: &Arc<bridle_core::config::Config>) -> Result<Replica, DecisionsError> {
@@ -137,11 +136,7 @@ async fn replica(plan: &DecisionsPlan, config: &Arc<bridle_core::config::Config>
         .get("requester-1")
         .cloned()
         .ok_or_else(|| DecisionsError::Setup("the bundled config has no `requester-1`".to_owned()))?;
-    Ok(Replica {
-        gate: Gate::new(config.clone(), stores, adapter, Arc::new(SystemClock)),
-        principal,
-        run: RunContext::new("run-bench", "inc-bench"),
-    })
+    Ok(Replica { gate: Gate::new(config.clone(), stores, adapter, Arc::new(SystemClock)), principal })
 }
 
 /// Calls until `stop`, returning (latencies in µs of the calls completed between `measuring`
@@ -152,6 +147,8 @@ async fn caller(
     measuring: Arc<AtomicBool>,
     stop: Arc<AtomicBool>,
 ) -> Result<(Vec<f64>, u64), DecisionsError> {
+    // One run per caller, as one agent session would be: callers never contend on a run's record.
+    let run = RunContext::new(&format!("run-bench-{}-{task}", uuid::Uuid::now_v7().simple()), "inc-bench");
     let read = CallRequest::new("get_service_snapshot", json!({"service": "checkout"}));
     let denied = CallRequest::new("get_service_snapshot", json!({"service": "payments"}));
     let (mut latencies, mut denials) = (Vec::new(), 0);
@@ -162,7 +159,7 @@ async fn caller(
         let start = Instant::now();
         let outcome = r
             .gate
-            .call(&r.principal, &r.run, if deny { &denied } else { &read })
+            .call(&r.principal, &run, if deny { &denied } else { &read })
             .await
             .map_err(|e| DecisionsError::Setup(format!("gate call failed: {e}")))?;
         let took = start.elapsed();

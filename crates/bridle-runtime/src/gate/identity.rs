@@ -35,14 +35,14 @@ impl Who {
     }
 
     /// Whether the credential itself names the agent (claim or binding).
-    pub fn from_credential(&self) -> bool {
-        self.source.is_some_and(AgentSource::from_credential)
+    pub fn by_credential(&self) -> bool {
+        self.source.is_some_and(AgentSource::by_credential)
     }
 
     /// Whom taint follows beyond the run: the credential's agent, else the subject (an agent
     /// only the request named is the caller's word, so it never decides whose taint this is).
     pub fn actor(&self, principal: &Principal) -> String {
-        match (&self.agent, self.from_credential()) {
+        match (&self.agent, self.by_credential()) {
             (Some(agent), true) => format!("agent:{agent}"),
             _ => format!("subject:{}", principal.subject),
         }
@@ -61,7 +61,7 @@ impl Who {
 
     /// `[identity] require_agent`: a change needs a credential that names its agent.
     pub fn required_for(&self, gate: &Gate, tool: &ToolContract) -> Result<(), Rejection> {
-        if gate.config.identity.require_agent && tool.mode == Mode::Change && !self.from_credential() {
+        if gate.config.identity.require_agent && tool.mode == Mode::Change && !self.by_credential() {
             return Err(Rejection::new(
                 Code::AgentRequired,
                 format!(

@@ -7,14 +7,23 @@
 //! more tokens than the budget had left is refused (`budget_exhausted`) and the budget is then
 //! spent; `max_tokens` is lowered to what the budget has left so an answer rarely overshoots.
 //! A cost-circuit probe that is dropped before it reports counts as a failed probe.
+//!
+//! A session of a run ([`LimitedClient::for_run`]) counts its tokens in the store's budget
+//! counters of that run ([`TokenLedger`]: the run, and each agent in it), so every replica and
+//! every resume of the run draws on the same budget; each debit is one conditional update. A
+//! session without a ledger keeps its budget in memory.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use bridle_core::budget::{Admission, CircuitConfig, CircuitState, CostCircuit, CostRates, TokenBudget, TokenLimits};
+use bridle_core::budget::{
+    Admission, CircuitConfig, CircuitState, CostCircuit, CostRates, SESSION_BUDGET, TokenBudget, TokenLimits,
+    agent_budget_name, exhausted,
+};
 use bridle_core::deadline::Deadlines;
 use bridle_core::ports::Clock;
+use bridle_core::ports::{BudgetKind, BudgetStore, Debit, StoreError};
 use bridle_core::{Code, Rejection};
 
 use super::{CancelToken, ChatRequest, ChatResponse, LlmClient, LlmError, millis};
@@ -49,13 +58,66 @@ struct State {
     circuit: Option<CostCircuit>,
 }
 
+/// Where a run's token spending is counted: the store's `tokens` budget counters of the run
+/// (key: the run id) and of each agent in it (key: `RUN#agent:NAME`, which no run id can be).
+#[derive(Clone)]
+pub struct TokenLedger {
+    /// The store's budget counters.
+    pub budgets: Arc<dyn BudgetStore>,
+    /// Tenant.
+    pub tenant: String,
+    /// The run.
+    pub run_id: String,
+}
+
+impl TokenLedger {
+    fn agent_key(&self, agent: &str) -> String {
+        format!("{}#agent:{agent}", self.run_id)
+    }
+
+    /// The budget as the store has counted it, for the check before a call.
+    async fn snapshot(&self, limits: &TokenLimits, agent: &str) -> Result<TokenBudget, LlmError> {
+        let budgets = &self.budgets;
+        let agent_spent = budgets.used(&self.tenant, &self.agent_key(agent), BudgetKind::Tokens).await;
+        let session_spent = budgets.used(&self.tenant, &self.run_id, BudgetKind::Tokens).await;
+        Ok(TokenBudget::with_spent(limits.clone(), agent, agent_spent.map_err(store)?, session_spent.map_err(store)?))
+    }
+
+    /// Debits `tokens` to the agent's and the run's counters, each one conditional update; a
+    /// debit past a limit spends that budget to its limit and names it (the agent's first).
+    async fn debit(&self, limits: &TokenLimits, agent: &str, tokens: u64) -> Result<(), LlmError> {
+        let mut refusal = None;
+        for (key, name, limit) in [
+            (self.agent_key(agent), agent_budget_name(agent), limits.for_agent(agent)),
+            (self.run_id.clone(), SESSION_BUDGET.to_owned(), limits.per_session),
+        ] {
+            let limit = limit.unwrap_or(u64::MAX);
+            let debit = self.budgets.debit(&self.tenant, &key, BudgetKind::Tokens, tokens, limit).await;
+            if let Debit::Exhausted { used } = debit.map_err(store)? {
+                // Spent to the limit (saturating), as the in-memory budget does.
+                let rest = limit.saturating_sub(used);
+                self.budgets.debit(&self.tenant, &key, BudgetKind::Tokens, rest, limit).await.map_err(store)?;
+                refusal.get_or_insert_with(|| exhausted(&name, limit, used, tokens));
+            }
+        }
+        refusal.map_or(Ok(()), |r| Err(LlmError::Refused(r)))
+    }
+}
+
+/// A budget store that cannot answer: the call is refused, never made unbudgeted.
+fn store(e: StoreError) -> LlmError {
+    LlmError::Refused(Rejection::new(Code::StateUnavailable, format!("token budget unavailable: {e}")))
+}
+
 /// An [`LlmClient`] that enforces [`Limits`] around another one. One instance is one session:
-/// its token budget is the session's.
+/// its token budget is the session's (in memory), or its run's (in the store).
 pub struct LimitedClient {
     inner: Arc<dyn LlmClient>,
     clock: Arc<dyn Clock>,
     call_timeout: Duration,
     rates: CostRates,
+    tokens: TokenLimits,
+    ledger: Option<TokenLedger>,
     state: Mutex<State>,
 }
 
@@ -68,8 +130,24 @@ impl std::fmt::Debug for LimitedClient {
 impl LimitedClient {
     /// Wraps `inner`; `clock` times the cost circuit's window and cool-down.
     pub fn new(inner: Arc<dyn LlmClient>, limits: Limits, clock: Arc<dyn Clock>) -> Self {
+        let tokens = limits.tokens.clone();
         let state = State { budget: TokenBudget::new(limits.tokens), circuit: limits.circuit.map(CostCircuit::new) };
-        Self { inner, clock, call_timeout: limits.call_timeout, rates: limits.rates, state: Mutex::new(state) }
+        Self {
+            inner,
+            clock,
+            call_timeout: limits.call_timeout,
+            rates: limits.rates,
+            tokens,
+            ledger: None,
+            state: Mutex::new(state),
+        }
+    }
+
+    /// A session of a run whose tokens are counted in the store (see [`TokenLedger`]). With no
+    /// token limit configured nothing is counted, in memory or in the store.
+    pub fn for_run(inner: Arc<dyn LlmClient>, limits: Limits, clock: Arc<dyn Clock>, ledger: TokenLedger) -> Self {
+        let counted = limits.tokens != TokenLimits::default();
+        Self { ledger: counted.then_some(ledger), ..Self::new(inner, limits, clock) }
     }
 
     /// A snapshot of the token budget.
@@ -87,16 +165,23 @@ impl LimitedClient {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Budget check, then circuit admission (so a refused budget never uses up the probe).
-    fn admit(&self, agent: &str) -> Result<(Option<Admission>, Option<u64>), LlmError> {
+    /// Budget check (the store's counts for a run's session), then circuit admission (so a
+    /// refused budget never uses up the probe).
+    async fn admit(&self, agent: &str) -> Result<(Option<Admission>, Option<u64>), LlmError> {
+        let counted = match &self.ledger {
+            Some(ledger) => Some(ledger.snapshot(&self.tokens, agent).await?),
+            None => None,
+        };
         let now = self.clock.now();
         let mut state = self.lock();
-        state.budget.check(agent)?;
+        let budget = counted.as_ref().unwrap_or(&state.budget);
+        budget.check(agent)?;
+        let remaining = budget.remaining(agent);
         let admission = match state.circuit.as_mut() {
             Some(circuit) => Some(circuit.admit(now)?),
             None => None,
         };
-        Ok((admission, state.budget.remaining(agent)))
+        Ok((admission, remaining))
     }
 }
 
@@ -116,8 +201,10 @@ impl Pending<'_> {
             circuit.record(now, admission, cost, response.is_some());
         }
         match response {
-            Some(r) => state.budget.debit(agent, r.usage.total()).map_err(LlmError::Refused),
-            None => Ok(()),
+            Some(r) if self.client.ledger.is_none() => {
+                state.budget.debit(agent, r.usage.total()).map_err(LlmError::Refused)
+            }
+            _ => Ok(()),
         }
     }
 }
@@ -143,7 +230,7 @@ impl LlmClient for LimitedClient {
         {
             return Err(cancelled(cancel, &what));
         }
-        let (admission, remaining) = self.admit(agent)?;
+        let (admission, remaining) = self.admit(agent).await?;
         let pending = Pending { client: self, admission };
         let timeout = request.timeout.map_or(self.call_timeout, |t| t.min(self.call_timeout));
         let mut limited = request.clone();
@@ -174,6 +261,9 @@ impl LlmClient for LimitedClient {
             }
             Ok(Ok(response)) => {
                 pending.finish(agent, Some(&response))?;
+                if let Some(ledger) = &self.ledger {
+                    ledger.debit(&self.tokens, agent, response.usage.total()).await?;
+                }
                 Ok(response)
             }
         }

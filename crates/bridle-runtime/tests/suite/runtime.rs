@@ -108,7 +108,7 @@ async fn a_built_runtime_runs_graphs_with_its_checkpointer_hooks_task_graph_and_
         Arc::new(with("[runtime]\nkeep_checkpoints = 2\n[runtime.tokens]\nper_session = 100\n", None).unwrap());
     let runtime =
         RuntimeBuilder::new(config).env(Env::default()).store_url("memory").llm(script()).build().await.unwrap();
-    let llm = runtime.session_llm();
+    let llm = runtime.session_llm("tenant-a", "run-1");
     let schema =
         StateSchema::new().field("drafts", Kind::Array, Reducer::Append).field("error", Kind::Any, Reducer::Replace);
     let graph = GraphBuilder::new("writer", schema)
@@ -182,7 +182,11 @@ async fn the_environment_overrides_the_file_and_the_builder_overrides_both() {
     let runtime = RuntimeBuilder::new(config).env(env).store_url("sqlite::memory:").build().await.unwrap();
     assert_eq!(runtime.stores.url, "sqlite::memory:");
     // Without a script the scripted model names what it was asked.
-    let err = runtime.session_llm().chat(&ChatRequest::new("advisor", 1, vec![Message::user("hi")])).await.unwrap_err();
+    let err = runtime
+        .session_llm("tenant-a", "run-1")
+        .chat(&ChatRequest::new("advisor", 1, vec![Message::user("hi")]))
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), Code::LlmUnavailable);
     assert!(err.to_string().contains("advisor"), "{err}");
 }

@@ -29,7 +29,9 @@ pub struct CallBody {
     pub arguments: Option<serde_json::Map<String, Value>>,
     /// A model's raw answer: JSON, fenced blocks, ReAct lines or native tool-call shapes.
     pub answer: Option<String>,
-    /// Run id; part of the plan an approval binds.
+    /// Run id; part of the plan an approval binds. The run is bound to the subject of its first
+    /// call (another subject naming it gets `run_not_owned`). Absent or empty: the server mints one
+    /// (`run_id` in each outcome); send it back to continue the run, e.g. after an approval.
     #[serde(default)]
     #[schema(max_length = 128, pattern = r"^[A-Za-z0-9_.:/@-]*$")]
     pub run_id: String,
@@ -48,7 +50,9 @@ pub struct CallBody {
     #[serde(default)]
     pub dry_run: bool,
     /// The registered agent (`[[agents]]` id) the call is made for: it must be registered and
-    /// allowed the tool (else `policy_denied`), and its kill switch applies. Absent: no agent.
+    /// allowed the tool (else `policy_denied`), and its kill switch applies. A token with an
+    /// `agent` claim (or a subject bound in `[[agents]] principals`) is that agent's whatever this
+    /// says: naming another is `agent_mismatch`. Absent: the credential's agent, or none.
     #[schema(max_length = 64, pattern = r"^[A-Za-z0-9_.:/@-]*$")]
     pub agent: Option<String>,
 }
@@ -76,7 +80,8 @@ pub async fn call(
     JsonBody(body): JsonBody<CallBody>,
 ) -> Result<Json<Value>, ApiError> {
     check_bounds(&body).map_err(|e| ApiError::bad_request(e.to_string()))?;
-    let run = RunContext::new(&body.run_id, &body.incident);
+    let run_id = if body.run_id.is_empty() { bridle_runtime::gate::mint_run_id() } else { body.run_id.clone() };
+    let run = RunContext::new(&run_id, &body.incident);
     let base = CallRequest {
         approval_id: body.approval_id.clone(),
         idempotency_key: body.idempotency_key.clone(),

@@ -47,10 +47,10 @@ pub async fn list(
     query: Result<Query<ToolsQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
-    let registry = &state.gate.config().registry;
+    let config = state.gate.config();
     let tools = match query.format {
-        None | Some(ToolsFormat::Mcp) => registry.mcp_tools(&caller),
-        Some(ToolsFormat::Openai) => registry.openai_tools(&caller),
+        None | Some(ToolsFormat::Mcp) => config.registry.mcp_tools(&caller, &config.agents),
+        Some(ToolsFormat::Openai) => config.registry.openai_tools(&caller, &config.agents),
     };
     Ok(Json(json!({ "tools": tools })))
 }
