@@ -7,6 +7,7 @@ mod suite {
     mod approvals;
     mod auth;
     mod bounds;
+    mod call_runs;
     mod console;
     mod edges;
     mod edges_tcp;

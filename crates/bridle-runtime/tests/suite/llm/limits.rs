@@ -7,10 +7,13 @@ use std::time::{Duration, Instant};
 
 use bridle_core::Code;
 use bridle_core::budget::{CircuitConfig, CircuitState, CostRates, TokenLimits};
+use bridle_core::ports::BudgetKind;
 use bridle_runtime::cancel::{CancelState, CancelToken};
 use bridle_runtime::clock::ManualClock;
+use bridle_runtime::llm::limits::TokenLedger;
 use bridle_runtime::llm::scripted::ScriptedReply;
 use bridle_runtime::llm::{ChatRequest, LimitedClient, Limits, LlmClient, LlmError, Message, ScriptedModel, Usage};
+use bridle_runtime::store::Stores;
 use time::OffsetDateTime;
 use time::macros::datetime;
 
@@ -84,6 +87,41 @@ async fn the_session_token_budget_is_shared_and_named() {
     assert_eq!(client.token_budget().session_spent(), 150);
     // max_tokens was lowered to what the session had left (150 - 120).
     assert_eq!(model.requests()[2].max_tokens, Some(30));
+}
+
+/// Two sessions of one run on two "replicas" sharing a store: one budget between them.
+#[tokio::test]
+async fn a_runs_token_budget_is_counted_in_the_store_and_shared_by_every_session_of_the_run() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("bridle.db").display());
+    let model = model();
+    let clock = Arc::new(ManualClock::new(T0));
+    let tokens = TokenLimits {
+        per_session: Some(150),
+        per_agent: BTreeMap::from([("a".to_owned(), 100)]),
+        ..TokenLimits::default()
+    };
+    let limits = Limits { tokens, ..Limits::default() };
+    let session = |store: &Stores, run: &str| {
+        let ledger = TokenLedger { budgets: store.budgets.clone(), tenant: "t".into(), run_id: run.into() };
+        LimitedClient::for_run(model.clone(), limits.clone(), clock.clone(), ledger)
+    };
+    let (one, two) = (Stores::open(&url).await.unwrap(), Stores::open(&url).await.unwrap());
+    session(&one, "run-1").chat(&ask("a", 1)).await.unwrap();
+    // The same run, another process: the agent's 60 of 100 are spent already.
+    let r = refusal(session(&two, "run-1").chat(&ask("a", 2)).await.unwrap_err());
+    assert_eq!((r.code, r.detail["budget"].as_str()), (Code::BudgetExhausted, Some("tokens:agent:a")));
+    // Spent to its limit: the next call is refused before it reaches the model.
+    let before = model.requests().len();
+    let r = refusal(session(&one, "run-1").chat(&ask("a", 3)).await.unwrap_err());
+    assert_eq!(r.detail["budget"], "tokens:agent:a");
+    assert_eq!(model.requests().len(), before);
+    // The session budget counts every agent of the run: 100 (a, at its cap) + 60 (b) > 150.
+    let r = refusal(session(&two, "run-1").chat(&ask("b", 1)).await.unwrap_err());
+    assert_eq!(r.detail["budget"], "tokens:session");
+    // Another run has its own budget.
+    session(&two, "run-2").chat(&ask("a", 4)).await.unwrap();
+    assert_eq!(one.budgets.used("t", "run-1", BudgetKind::Tokens).await.unwrap(), 150);
 }
 
 fn circuit_limits() -> Limits {
