@@ -388,6 +388,18 @@ fn latency() {
         print_distribution("read/sqlite", timed_reads(&Fixture::new(sqlite(&dir, "lat-read.db").await), 10_000).await);
         let f = Fixture::new(sqlite(&dir, "lat-change.db").await);
         print_distribution("change/sqlite", timed_changes(&f, 2_000).await);
+        // PostgreSQL when `BRIDLE_TEST_POSTGRES_URL` names a server: a schema of its own, dropped after.
+        if let Ok(url) = std::env::var("BRIDLE_TEST_POSTGRES_URL") {
+            let schema = format!("bridle_bench_{}", uuid::Uuid::new_v4().simple());
+            let admin = sqlx::PgPool::connect(&url).await.unwrap();
+            sqlx::query(&format!("CREATE SCHEMA {schema}")).execute(&admin).await.unwrap();
+            let sep = if url.contains('?') { '&' } else { '?' };
+            let scoped = format!("{url}{sep}options[search_path]={schema}");
+            print_distribution("read/postgres", timed_reads(&Fixture::new(Stores::open(&scoped).await.unwrap()), 5_000).await);
+            let f = Fixture::new(Stores::open(&scoped).await.unwrap());
+            print_distribution("change/postgres", timed_changes(&f, 1_000).await);
+            sqlx::query(&format!("DROP SCHEMA {schema} CASCADE")).execute(&admin).await.unwrap();
+        }
     });
 }
 

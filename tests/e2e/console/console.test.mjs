@@ -77,9 +77,13 @@ async function api(method, path, token, body, base = BASE) {
   return { status: r.status, body: await r.json() };
 }
 
+// The requester's run for its scale calls: the plan an approval binds includes the run id, so the
+// identical call after an approval names the same run (without one, the server mints a new run).
+const SCALE_RUN = 'run-console';
+
 // A scale_replicas call that needs an approval: returns the approval id.
 async function requestScale(replicas) {
-  const r = await api('POST', '/v1/calls', REQUESTER, { tool: 'scale_replicas', arguments: { service: 'checkout', replicas, resource_version: 7 } });
+  const r = await api('POST', '/v1/calls', REQUESTER, { tool: 'scale_replicas', arguments: { service: 'checkout', replicas, resource_version: 7 }, run_id: SCALE_RUN });
   assert.equal(r.status, 200, JSON.stringify(r.body));
   assert.equal(r.body.rejection.code, 'approval_required', JSON.stringify(r.body));
   return r.body.approval_id;
@@ -167,7 +171,7 @@ test('a pending plan appears live; approving it lets the identical call run', as
   await p.waitForSelector(card, { state: 'detached' });
   const shown = await api('GET', `/v1/approvals/${id}`, OPERATOR);
   assert.equal(shown.body.approval.status, 'granted');
-  const retried = await api('POST', '/v1/calls', REQUESTER, { tool: 'scale_replicas', arguments: { service: 'checkout', replicas: 3, resource_version: 7 } });
+  const retried = await api('POST', '/v1/calls', REQUESTER, { tool: 'scale_replicas', arguments: { service: 'checkout', replicas: 3, resource_version: 7 }, run_id: SCALE_RUN });
   assert.equal(retried.body.status, 'ok', JSON.stringify(retried.body));
   await p.context().close();
 });
