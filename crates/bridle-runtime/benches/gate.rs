@@ -395,7 +395,10 @@ fn latency() {
             sqlx::query(&format!("CREATE SCHEMA {schema}")).execute(&admin).await.unwrap();
             let sep = if url.contains('?') { '&' } else { '?' };
             let scoped = format!("{url}{sep}options[search_path]={schema}");
-            print_distribution("read/postgres", timed_reads(&Fixture::new(Stores::open(&scoped).await.unwrap()), 5_000).await);
+            print_distribution(
+                "read/postgres",
+                timed_reads(&Fixture::new(Stores::open(&scoped).await.unwrap()), 5_000).await,
+            );
             let f = Fixture::new(Stores::open(&scoped).await.unwrap());
             print_distribution("change/postgres", timed_changes(&f, 1_000).await);
             sqlx::query(&format!("DROP SCHEMA {schema} CASCADE")).execute(&admin).await.unwrap();

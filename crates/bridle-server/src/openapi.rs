@@ -266,6 +266,20 @@ impl Modify for ClosedVariants {
     }
 }
 
+/// `WorkflowInput.input` keys may not start with `_` (the engine's own state keys): the derived
+/// schema of a free-form map cannot say so, so its `propertyNames` are added here.
+struct WorkflowInputKeys;
+
+impl Modify for WorkflowInputKeys {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let Some(schemas) = openapi.components.as_mut().map(|c| &mut c.schemas) else { return };
+        let Some(RefOr::T(Schema::Object(workflow))) = schemas.get_mut("WorkflowInput") else { return };
+        let Some(RefOr::T(Schema::Object(input))) = workflow.properties.get_mut("input") else { return };
+        let names = ObjectBuilder::new().schema_type(Type::String).pattern(Some(r"^([^_][\s\S]*)?$"));
+        input.property_names = Some(Box::new(names.into()));
+    }
+}
+
 /// `FeedbackBody` needs a `rating` or a `score` (or both), not null; the derived schema cannot
 /// say so, so the two branches are spelled out as an `anyOf` beside it.
 struct FeedbackBodyChoice;
@@ -340,7 +354,14 @@ impl Modify for FeedbackBodyChoice {
         api::feedback::FeedbackBody, api::feedback::FeedbackSource, api::feedback::FeedbackStored, api::feedback::FeedbackList,
         KillAnswer, KillList, api::kill::KillBody,
         api::actions::OutcomeBody, api::actions::ActionOutcome, api::actions::OutcomeStored)),
-    modifiers(&BearerScheme, &MiddlewareResponses, &CallBodyChoice, &ClosedVariants, &FeedbackBodyChoice)
+    modifiers(
+        &BearerScheme,
+        &MiddlewareResponses,
+        &CallBodyChoice,
+        &ClosedVariants,
+        &FeedbackBodyChoice,
+        &WorkflowInputKeys
+    )
 )]
 pub struct ApiDoc;
 

@@ -104,8 +104,11 @@ pub async fn add(
 ) -> Result<(StatusCode, Json<FeedbackStored>), ApiError> {
     caller.require_any(&[SCOPE_FEEDBACK_WRITE])?;
     let bad = |e: bridle_core::bounds::BoundError| ApiError::bad_request(e.to_string());
-    // Decision ids are derived (`{thread}/{task}/{agent}`): the key bound, not the id one.
-    bridle_core::bounds::check_key("decision_id", &id).map_err(bad)?;
+    // Decision ids are derived (`{thread}/{task}/{agent}`): the key bound, not the id one. An id
+    // outside it names no decision of anyone's: 404, like an unknown one.
+    if bridle_core::bounds::check_key("decision_id", &id).is_err() {
+        return Err(ApiError::not_found("no decision with that id"));
+    }
     if let Some(comment) = &body.comment {
         bridle_core::bounds::check_reason("comment", comment).map_err(bad)?;
     }

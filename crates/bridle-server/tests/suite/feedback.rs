@@ -111,6 +111,7 @@ async fn feedback_over_http_is_stored_checked_and_listed() {
     for (path, body, expected, code) in [
         ("/v1/decisions/d-404/feedback", json!({"rating": 3}), 404, "not_found"),
         ("/v1/decisions/d-9/feedback", json!({"rating": 3}), 404, "not_found"), // fab-2's decision
+        ("/v1/decisions/%C2%9E%C3%87/feedback", json!({"rating": 3}), 404, "not_found"), // no id at all
         ("/v1/decisions/d-1/feedback", json!({"rating": 6}), 400, "bad_request"),
         ("/v1/decisions/d-1/feedback", json!({"rating": 0}), 400, "bad_request"),
         ("/v1/decisions/d-1/feedback", json!({"score": 1.5}), 400, "bad_request"),
