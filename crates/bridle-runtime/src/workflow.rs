@@ -356,7 +356,10 @@ impl CompiledWorkflow {
     /// A runtime's run settings for a thread of this workflow: its checkpointer, durability and
     /// hooks, the workflow's allowance as the deadline, and a step limit covering every loop.
     pub fn run_config(&self, runtime: &Runtime, thread_id: &str) -> RunConfig {
-        let mut config = runtime.run_config(thread_id).deadline(self.allowance);
+        // Registered with its principal's credential agent: that agent's kill switch stops it.
+        let own = runtime.config.agents.acting(&self.shared.principal, None).ok().flatten().map(|a| a.agent);
+        let agents: Vec<&str> = own.as_deref().into_iter().collect();
+        let mut config = runtime.run_config_for(thread_id, &agents).deadline(self.allowance);
         config.recursion_limit = Some(config.recursion_limit.unwrap_or(0).max(self.shared.workflow.step_bound()));
         config
     }

@@ -70,7 +70,9 @@ export function view(main, { signal, parts }) {
         [t('approvals.plan_hash'), h('span', { class: 'hash' }, a.plan_hash)],
         [t('approvals.expires'), time(a.expires_at)],
         [t('approvals.grants'), (a.grants || []).map((g) => g.approver || JSON.stringify(g)).join(', ') || '—'],
-        [t('approvals.run'), a.plan.run_id ? h('a', { href: `#/runs/${encodeURIComponent(runIdOf(a.plan.run_id))}` }, runIdOf(a.plan.run_id)) : '—'],
+        [t('approvals.run'), !a.plan.run_id ? '—' : isGraphRun(a.plan)
+          ? h('a', { href: `#/runs/${encodeURIComponent(runIdOf(a.plan.run_id))}` }, runIdOf(a.plan.run_id))
+          : a.plan.run_id],
       ]),
       h('h3', {}, t('approvals.arguments')), json(a.plan.arguments),
       h('h3', {}, t('approvals.diff')), diffBox,
@@ -102,7 +104,7 @@ export function view(main, { signal, parts }) {
       const note = h('p', { class: 'notice', id: 'approval-result' }, msg);
       feedback.append(note);
       announce(msg);
-      if (a.plan.run_id && res.approval.status !== 'pending') continueRun(runIdOf(a.plan.run_id), a.id, note, signal);
+      if (isGraphRun(a.plan) && res.approval.status !== 'pending') continueRun(runIdOf(a.plan.run_id), a.id, note, signal);
       latest = latest.filter((x) => x.id !== a.id || res.approval.status === 'pending');
       render();
     } catch (err) {
@@ -122,6 +124,12 @@ export function view(main, { signal, parts }) {
       if (name === 'error') clear(feedback).append(errorBox(data.error || data));
     },
   });
+}
+
+// Whether the plan was made by a pipeline or workflow run of the console's Runs view (its run id is
+// the run's thread, `{tenant}/{id}`); a call's own run (`run-…`, or an id its caller chose) is not.
+function isGraphRun(plan) {
+  return Boolean(plan.run_id) && plan.run_id.startsWith(`${plan.tenant}/`);
 }
 
 // A run paused on this plan (`approve_plan` naming the approval) is told to look again, so it

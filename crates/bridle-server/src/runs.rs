@@ -158,7 +158,7 @@ impl Runs {
             fields.insert(REQUESTER.to_owned(), serde_json::to_value(starter).map_err(|e| internal(&e))?);
         }
         self.track(&thread)?;
-        let stream = graph.stream(self.run_config(pipeline, &thread), input);
+        let stream = graph.stream(self.run_config(pipeline, &thread, starter), input);
         self.runtime.spawn_stream(stream, self.feeder(thread));
         Ok(run_id)
     }
@@ -237,20 +237,22 @@ impl Runs {
             self.runtime.spawn_stream(stream, self.feeder(thread));
             return Ok(());
         }
-        let graph = self.graph(pipeline, &starter_of(pipeline, tenant, &checkpoint)?, &thread)?;
+        let starter = starter_of(pipeline, tenant, &checkpoint)?;
+        let graph = self.graph(pipeline, &starter, &thread)?;
         self.track(&thread)?;
-        let stream = graph.resume(self.run_config(pipeline, &thread), interrupt_id, value);
+        let stream = graph.resume(self.run_config(pipeline, &thread, &starter), interrupt_id, value);
         self.runtime.spawn_stream(stream, self.feeder(thread));
         Ok(())
     }
 
-    /// The runtime's settings for a run of `pipeline`: a `fab` run is registered with its two
-    /// agents, so a kill switch of either stops it (not only its next tool call).
-    fn run_config(&self, pipeline: &str, thread: &str) -> bridle_runtime::graph::RunConfig {
-        match pipeline {
-            "fab" => self.runtime.run_config_for(thread, &[DIAGNOSTICIAN, ADVISOR]),
-            _ => self.runtime.run_config(thread),
-        }
+    /// The runtime's settings for a run of `pipeline` started by `starter`: a `fab` run is
+    /// registered with its two agents, and any run with the agent of its starter's credential, so
+    /// a kill switch of any of them stops it (not only its next tool call).
+    fn run_config(&self, pipeline: &str, thread: &str, starter: &Principal) -> bridle_runtime::graph::RunConfig {
+        let own = self.runtime.config.agents.acting(starter, None).ok().flatten().map(|a| a.agent);
+        let mut agents = if pipeline == "fab" { vec![DIAGNOSTICIAN, ADVISOR] } else { Vec::new() };
+        agents.extend(own.as_deref());
+        self.runtime.run_config_for(thread, &agents)
     }
 
     /// Where the caller's run stands.
