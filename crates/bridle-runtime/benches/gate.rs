@@ -288,6 +288,7 @@ fn read_record(f: &Fixture) -> AuditRecord {
         code: None,
         reason: None,
         timings: Timings { total_us: 14, policy_us: 6, adapter_us: 1 },
+        auth: None,
         versions: bridle_core::audit::Versions::tools_only(f.config.registry.schema_hash()),
     }
 }

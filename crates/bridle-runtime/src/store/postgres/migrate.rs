@@ -47,6 +47,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "one_pending_per_plan",
         sql: include_str!("../../../migrations/postgres/0007_one_pending_per_plan.sql"),
     },
+    Migration { version: 8, name: "audit_auth", sql: include_str!("../../../migrations/postgres/0008_audit_auth.sql") },
 ];
 
 /// The advisory lock key that serializes migration runs (`bridle` as ASCII, an arbitrary

@@ -41,6 +41,7 @@ const MIGRATIONS: &[Migration] = &[
         name: "one_pending_per_plan",
         sql: include_str!("../../../migrations/sqlite/0008_one_pending_per_plan.sql"),
     },
+    Migration { version: 9, name: "audit_auth", sql: include_str!("../../../migrations/sqlite/0009_audit_auth.sql") },
 ];
 
 /// The SQL of every migration, oldest first (for a throwaway in-memory database opened by
