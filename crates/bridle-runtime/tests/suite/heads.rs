@@ -266,7 +266,7 @@ async fn heads_cover_events_appended_inside_store_transactions() {
         "a-2",
         "requester-1",
         "scale_replicas",
-        &json!({"service": "checkout", "replicas": 4}),
+        &json!({"service": "checkout", "replicas": 4, "resource_version": 7}),
         &run(),
         ApprovalLevel::Approval,
     )
