@@ -22,7 +22,7 @@ fn keygen(dir: &Path) -> String {
     key
 }
 
-fn with_key<'a>(key: &'a str) -> [(&'a str, &'a str); 1] {
+fn with_key(key: &str) -> [(&str, &str); 1] {
     [(KEY_VAR, key)]
 }
 
