@@ -216,6 +216,15 @@ fn parts(c: &mut Criterion) {
         b.iter(|| black_box(AuditEvent::chain(black_box(record.clone()), Some((prev.seq, prev.hash.as_str())))));
     });
     group.bench_function("uuid/now_v7", |b| b.iter(|| black_box(uuid::Uuid::now_v7().to_string())));
+    // One signed audit head (the keeper's work per changed chain, off the call's path).
+    let key = bridle_core::audit::head::HeadKey::from_seed(&[1; 32]);
+    let head = bridle_core::audit::head::ChainHead { tenant: "tenant-a".into(), seq: 1_000, hash: prev.hash.clone() };
+    group.bench_function("audit/head_sign", |b| {
+        b.iter(|| black_box(key.sign(black_box(&head), "2026-01-01T00:00:00.000Z")))
+    });
+    let signed = key.sign(&head, "2026-01-01T00:00:00.000Z").to_line();
+    let public = key.public();
+    group.bench_function("audit/head_verify", |b| b.iter(|| black_box(public.verify_line(black_box(&signed)).is_ok())));
     cedar(&mut group);
     group.finish();
 }
