@@ -224,3 +224,44 @@ async fn serve_writes_heads_periodically_and_at_shutdown() {
     assert!(!verify.status.success());
     assert!(text(&verify.stdout).contains("events 2–4 deleted"), "{}", text(&verify.stdout));
 }
+
+/// `tenant`'s chain in `bridle audit verify --json`: (events, seq of the newest head).
+fn anchored_at(dir: &Path, db: &str, key: &str, tenant: &str) -> (u64, Option<u64>) {
+    let out = bridle_env(&["audit", "verify", "--db", db, "--json"], dir, b"", &with_key(key));
+    assert!(out.status.success(), "{}", text(&out.stdout));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tail = report["tails"].as_array().unwrap().iter().find(|t| t["tenant"] == tenant).cloned().unwrap();
+    (tail["events"].as_u64().unwrap(), tail["anchor"]["seq"].as_u64())
+}
+
+#[test]
+fn run_and_approvals_each_leave_a_head_before_they_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = keygen(dir.path());
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/workflows");
+    let (file, model) = (examples.join("checkout_incident.toml"), examples.join("scripts/checkout_incident.toml"));
+    let (file, model) = (file.to_str().unwrap(), model.to_str().unwrap());
+    let db = "sqlite://wf.db";
+    let input = r#"{"incident": "inc-42", "service": "checkout"}"#;
+    let out = bridle_env(
+        &["run", file, "--model", model, "--db", db, "--input", input, "--json"],
+        dir.path(),
+        b"",
+        &with_key(&key),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let paused: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (events, head) = anchored_at(dir.path(), db, &key, "tenant-a");
+    assert_eq!(Some(events), head, "the paused run's events are anchored");
+
+    let approval = paused["interrupts"][0]["payload"]["approval_id"].as_str().unwrap();
+    let out = bridle_env(
+        &["approvals", "approve", approval, "--as", "operator-2", "--db", db],
+        dir.path(),
+        b"",
+        &with_key(&key),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (after, head) = anchored_at(dir.path(), db, &key, "tenant-a");
+    assert_eq!((after, head), (events + 1, Some(events + 1)), "the grant's event is anchored");
+}
