@@ -103,7 +103,7 @@ pub async fn run(
             runtime.config.audit.head_every_events,
             runtime.config.audit.head_every.as_secs()
         ))?,
-        Err(why) => out::line(&format!("  audit heads: not kept: {}", why.explain()))?,
+        Err(why) => out::line(&format!("  audit heads: {}", why.explain()))?,
     }
     out::line("  stop with Ctrl-C")?;
     let shutdown = async move {
