@@ -24,19 +24,69 @@ pub mod token;
 pub mod validate;
 
 use std::path::Path;
+use std::sync::{Mutex, PoisonError};
 
 use anyhow::Context;
 use bridle_core::config::Config;
-use bridle_runtime::store::Stores;
+use bridle_runtime::audit::{HeadEnv, HeadPlan, Unanchored};
+use bridle_runtime::store::{Anchoring, Stores};
 
 /// The configuration at `path`, or the bundled default.
 pub fn config(path: Option<&Path>) -> anyhow::Result<Config> {
     bridle_runtime::bundled::load_or_default(path).map_err(|e| anyhow::anyhow!("{e}"))
 }
 
-/// The store named by `--db`, else by the config, else the default SQLite file.
+/// The store URL `--db` names, else the config's, else the default SQLite file.
+pub fn store_url(config: &Config, db: Option<&str>) -> String {
+    db.or(config.store_url.as_deref()).unwrap_or(bridle_runtime::runtime::DEFAULT_STORE_URL).to_owned()
+}
+
+/// The signed-heads settings for a store (`[audit]`, `BRIDLE_AUDIT_*`).
+pub fn head_plan(config: &Config, url: &str) -> anyhow::Result<HeadPlan> {
+    Ok(HeadPlan::resolve(&config.audit, url, &HeadEnv::from_process())?)
+}
+
+/// The store named by `--db`, else by the config, else the default SQLite file, with `[audit]`
+/// applied and, when a signing key is set, a head keeper that signs the chains' heads while the
+/// command runs and once more before it exits ([`seal`]).
 pub async fn stores(config: &Config, db: Option<&str>) -> anyhow::Result<Stores> {
-    let url = db.or(config.store_url.as_deref()).unwrap_or("sqlite://bridle-data/bridle.db");
+    let url = store_url(config, db);
+    let plan = head_plan(config, &url)?;
+    let stores = plain_stores(config, &url).await?;
+    let stores = stores.with_heads(&plan).await.context("reading the audit chains' heads")?;
+    if plan.has_key()
+        && let Anchoring::Unanchored(why @ Unanchored::NoHeadLog) = &stores.anchoring
+    {
+        eprintln!("warning: {}", why.explain());
+    }
+    track(&stores);
+    Ok(stores)
+}
+
+/// The store with `[audit]` applied and no head keeper: for commands that only read the log.
+pub async fn plain_stores(config: &Config, url: &str) -> anyhow::Result<Stores> {
     let stores = Stores::open(url).await.with_context(|| format!("opening store `{url}`"))?;
     Ok(stores.with_audit_settings(&config.audit))
+}
+
+/// Head keepers of this process, closed by [`seal`] before it exits.
+static KEEPERS: Mutex<Vec<Anchoring>> = Mutex::new(Vec::new());
+
+/// Remembers `stores`' head keeper (if any) so that [`seal`] writes its last heads.
+pub fn track(stores: &Stores) {
+    if matches!(stores.anchoring, Anchoring::Kept(_)) {
+        KEEPERS.lock().unwrap_or_else(PoisonError::into_inner).push(stores.anchoring.clone());
+    }
+}
+
+/// Writes the last signed heads of every store this command opened (its exit: a one-shot
+/// command's end, `bridle serve`'s shutdown). A failure is a warning: the command's own outcome
+/// stands.
+pub async fn seal() {
+    let keepers = std::mem::take(&mut *KEEPERS.lock().unwrap_or_else(PoisonError::into_inner));
+    for anchoring in keepers {
+        if let Err(e) = anchoring.close().await {
+            eprintln!("warning: audit heads not written: {e}");
+        }
+    }
 }

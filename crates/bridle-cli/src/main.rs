@@ -74,10 +74,11 @@ enum Command {
         #[command(subcommand)]
         command: LabCommand,
     },
-    /// Read the audit log.
+    /// Read and verify the audit log (against its signed heads), export, prune; make a key for
+    /// signing heads.
     Audit {
         #[command(subcommand)]
-        command: AuditCommand,
+        command: commands::audit::AuditCommand,
     },
     /// The guard: scan for injection, mask outputs, evaluate on corpora.
     Guard {
@@ -188,13 +189,14 @@ enum Command {
         #[arg(long)]
         token: Option<String>,
     },
-    /// The approvals desk on the store, for operators on the server's machine: acts as a
-    /// principal named in the configuration (`--as operator-2`) through the same desk as the
-    /// API, so approver ≠ requester, the approval scopes, the plan's service and the expiry are
-    /// checked the same way, and every act is audited.
+    /// The approvals desk on the store, as the operator of `--token` / BRIDLE_TOKEN (verified like
+    /// `bridle serve` verifies tokens), or `--as P` on a sqlite:// or memory store; through the
+    /// same desk as the API, so approver ≠ requester, the approval scopes, the plan's service and
+    /// the expiry are checked the same way, and every act is audited with how the operator
+    /// authenticated.
     Approvals {
         #[command(subcommand)]
-        command: ApprovalsCommand,
+        command: commands::approvals::ApprovalsCommand,
     },
     /// Jobs (changes run through the gate): list the unsettled ones, reconcile those whose
     /// outcome is unknown by asking their adapter; nothing is ever executed again.
@@ -368,36 +370,6 @@ struct ValidationArgs {
 }
 
 #[derive(Debug, Subcommand)]
-enum ApprovalsCommand {
-    /// Pending requests of the principal's tenant (id, tool, arguments, plan hash prefix,
-    /// requester, level, expiry); `--json` prints one JSON line each.
-    List {
-        /// Principal of the configuration to act as.
-        #[arg(long = "as", value_name = "PRINCIPAL")]
-        acting_as: String,
-    },
-    /// Add the principal's grant to a pending request.
-    Approve {
-        /// Principal of the configuration to act as.
-        #[arg(long = "as", value_name = "PRINCIPAL")]
-        acting_as: String,
-        /// Approval id.
-        id: String,
-    },
-    /// Reject a pending request.
-    Reject {
-        /// Principal of the configuration to act as.
-        #[arg(long = "as", value_name = "PRINCIPAL")]
-        acting_as: String,
-        /// Approval id.
-        id: String,
-        /// Why (recorded with the rejection and in the audit log).
-        #[arg(long)]
-        reason: String,
-    },
-}
-
-#[derive(Debug, Subcommand)]
 enum JobsCommand {
     /// Jobs not yet settled (reserved, dispatched, unknown), oldest first; `--json` prints one
     /// JSON line each.
@@ -564,39 +536,6 @@ enum GuardCommand {
     },
 }
 
-#[derive(Debug, Subcommand)]
-enum AuditCommand {
-    /// Verify every tenant's hash chain and name the first broken link: in the store, or
-    /// offline in an exported JSONL file (`--file`, `-` for stdin), naming the line.
-    Verify {
-        /// An export of `bridle audit export` to verify without any store.
-        #[arg(long)]
-        file: Option<PathBuf>,
-    },
-    /// Print events as JSON lines (one event per line; verifiable offline with `verify --file`).
-    Export {
-        /// JSON lines (the only format, accepted for explicitness).
-        #[arg(long)]
-        jsonl: bool,
-        /// Only this tenant.
-        #[arg(long)]
-        tenant: Option<String>,
-    },
-    /// Drop the evidence (free-text reasons) of events older than a cut-off; metadata and the
-    /// hash chains stay and still verify.
-    Prune {
-        /// Cut-off: RFC 3339 or YYYY-MM-DD (UTC midnight). Default: now minus the config's
-        /// `[audit] retention_days`.
-        #[arg(long)]
-        before: Option<String>,
-    },
-}
-
-/// The approvals desk's shared arguments.
-fn desk<'a>(cli: &'a Cli, acting_as: &'a str) -> commands::approvals::Desk<'a> {
-    commands::approvals::Desk { config: cli.config.as_deref(), db: cli.db.as_deref(), acting_as, json: cli.json }
-}
-
 /// Store and output options of `feedback` and `models`.
 fn common<'a>(cli: &'a Cli, tenant: &'a str) -> commands::feedback::Common<'a> {
     commands::feedback::Common { config: cli.config.as_deref(), db: cli.db.as_deref(), json: cli.json, tenant }
@@ -616,7 +555,7 @@ fn main() -> ExitCode {
         }
     };
     let result = runtime.block_on(async {
-        match &cli.command {
+        let result = match &cli.command {
             Command::Demo { which: None } => commands::demo::run(&cli.config, cli.db.as_deref(), cli.json).await,
             Command::Demo { which: Some(_) } => commands::demo::fab(&cli.config, cli.db.as_deref(), cli.json).await,
             Command::Validate => commands::validate::run(cli.config.as_deref(), cli.json),
@@ -670,17 +609,8 @@ fn main() -> ExitCode {
                 undefended: *undefended,
                 file: file.as_deref(),
             }),
-            Command::Audit { command: AuditCommand::Verify { file: Some(file) } } => {
-                commands::audit::verify_file(file, cli.json)
-            }
-            Command::Audit { command: AuditCommand::Verify { file: None } } => {
-                commands::audit::verify(cli.config.as_deref(), cli.db.as_deref(), cli.json).await
-            }
-            Command::Audit { command: AuditCommand::Prune { before } } => {
-                commands::audit::prune(cli.config.as_deref(), cli.db.as_deref(), before.as_deref(), cli.json).await
-            }
-            Command::Audit { command: AuditCommand::Export { jsonl: _, tenant } } => {
-                commands::audit::export(cli.config.as_deref(), cli.db.as_deref(), tenant.as_deref()).await
+            Command::Audit { command } => {
+                commands::audit::run(command, cli.config.as_deref(), cli.db.as_deref(), cli.json).await
             }
             Command::Guard { command: GuardCommand::Scan { jsonl, file } } => {
                 commands::guard::scan(file.as_deref(), *jsonl)
@@ -781,14 +711,8 @@ fn main() -> ExitCode {
             Command::Serve { listen, log_json } => {
                 commands::serve::run(cli.config.as_deref(), cli.db.as_deref(), listen.as_deref(), *log_json).await
             }
-            Command::Approvals { command: ApprovalsCommand::List { acting_as } } => {
-                commands::approvals::list(&desk(&cli, acting_as)).await
-            }
-            Command::Approvals { command: ApprovalsCommand::Approve { acting_as, id } } => {
-                commands::approvals::approve(&desk(&cli, acting_as), id).await
-            }
-            Command::Approvals { command: ApprovalsCommand::Reject { acting_as, id, reason } } => {
-                commands::approvals::reject(&desk(&cli, acting_as), id, reason).await
+            Command::Approvals { command } => {
+                commands::approvals::run(command, cli.config.as_deref(), cli.db.as_deref(), cli.json).await
             }
             Command::Mcp { stdio: _, token } => {
                 commands::mcp::stdio(cli.config.as_deref(), cli.db.as_deref(), token.as_deref()).await
@@ -831,7 +755,10 @@ fn main() -> ExitCode {
                     commands::token::IssueArgs { subject, tenant, services, scopes, ttl, agent: agent.as_deref() };
                 commands::token::issue(&args, cli.json)
             }
-        }
+        };
+        // Before exiting, every store this command wrote to gets its chains' heads signed.
+        commands::seal().await;
+        result
     });
     match result {
         Ok(code) => code,

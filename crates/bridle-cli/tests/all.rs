@@ -12,6 +12,7 @@ mod suite {
     mod drift;
     mod feedback;
     mod guard;
+    mod heads;
     mod lab;
     mod mcp;
     mod otlp;

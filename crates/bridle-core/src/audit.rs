@@ -11,6 +11,8 @@
 //! present must match its digest. Events without a digest (written before evidence was split,
 //! or with no evidence at all) hash their whole body as before.
 
+pub mod head;
+
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
@@ -94,6 +96,28 @@ pub enum Decision {
     Replayed,
 }
 
+/// How the operator behind an approval event authenticated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OperatorAuth {
+    /// A verified bearer token (the API, the console, `bridle approvals --token`): the subject
+    /// is the token's.
+    Token,
+    /// `bridle approvals --as P`: a principal of the configuration named on an embedded
+    /// (SQLite or in-memory) store, with no credential.
+    As,
+}
+
+impl OperatorAuth {
+    /// Stable name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Token => "token",
+            Self::As => "as",
+        }
+    }
+}
+
 /// Microsecond timings of one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Timings {
@@ -143,6 +167,10 @@ pub struct AuditRecord {
     pub reason: Option<String>,
     /// Timings.
     pub timings: Timings,
+    /// How the operator of an approval grant or rejection authenticated (absent on every other
+    /// event, and on events written before it existed, which therefore hash as they did).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<OperatorAuth>,
     /// Agent, model, prompt and tool-schema versions (absent on events written before they
     /// existed, which therefore hash as they did).
     #[serde(flatten, default)]
@@ -337,6 +365,7 @@ mod tests {
             code: Some("policy_denied".into()),
             reason: None,
             timings: Timings::default(),
+            auth: None,
             versions: Versions::default(),
         }
     }
@@ -395,6 +424,23 @@ mod tests {
         edited.record.versions.prompt_hash = Some("abd".into());
         assert_eq!(verify_chain("tenant-a", [&new]), Ok(1));
         assert!(verify_chain("tenant-a", [&edited]).is_err());
+    }
+
+    #[test]
+    fn operator_auth_is_hashed_only_when_present() {
+        let old = chain(1);
+        let mut r = record(0);
+        r.auth = None;
+        assert_eq!(AuditEvent::chain(r.clone(), None).hash, old[0].hash, "older events hash as before");
+        r.auth = Some(OperatorAuth::As);
+        let new = AuditEvent::chain(r, None);
+        assert_ne!(new.hash, old[0].hash);
+        assert!(serde_json::to_string(&new).unwrap().contains(r#""auth":"as""#));
+        assert!(!serde_json::to_string(&old[0]).unwrap().contains("auth"));
+        let mut edited = new.clone();
+        edited.record.auth = Some(OperatorAuth::Token);
+        assert_eq!(verify_chain("tenant-a", [&new]), Ok(1));
+        assert!(verify_chain("tenant-a", [&edited]).is_err(), "`as` cannot be relabelled `token`");
     }
 
     #[test]

@@ -430,6 +430,7 @@ mod tests {
             code: Some("bad_request".into()),
             reason: Some("nul \0 here".into()),
             timings: crate::audit::Timings::default(),
+            auth: None,
             versions: crate::audit::Versions::default(),
         };
         bound_record(&mut r);

@@ -242,6 +242,10 @@ pub trait AuditLog: Send + Sync {
     /// (see [`AuditEvent::prune_evidence`]); returns how many events lost their evidence. The
     /// chains still verify afterwards.
     async fn prune_evidence(&self, before: OffsetDateTime) -> StoreResult<u64>;
+    /// The last committed event (seq, hash) of every tenant's chain: what the runtime's head
+    /// keeper signs (`bridle_core::audit::head`). Read periodically in the background, never on
+    /// a gate call's path.
+    async fn heads(&self) -> StoreResult<Vec<crate::audit::head::ChainHead>>;
 }
 
 /// Taint recorded when a call took in untrusted content: on its run, and (with a taint window)

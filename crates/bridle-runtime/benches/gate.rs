@@ -216,6 +216,15 @@ fn parts(c: &mut Criterion) {
         b.iter(|| black_box(AuditEvent::chain(black_box(record.clone()), Some((prev.seq, prev.hash.as_str())))));
     });
     group.bench_function("uuid/now_v7", |b| b.iter(|| black_box(uuid::Uuid::now_v7().to_string())));
+    // One signed audit head (the keeper's work per changed chain, off the call's path).
+    let key = bridle_core::audit::head::HeadKey::from_seed(&[1; 32]);
+    let head = bridle_core::audit::head::ChainHead { tenant: "tenant-a".into(), seq: 1_000, hash: prev.hash.clone() };
+    group.bench_function("audit/head_sign", |b| {
+        b.iter(|| black_box(key.sign(black_box(&head), "2026-01-01T00:00:00.000Z")))
+    });
+    let signed = key.sign(&head, "2026-01-01T00:00:00.000Z").to_line();
+    let public = key.public();
+    group.bench_function("audit/head_verify", |b| b.iter(|| black_box(public.verify_line(black_box(&signed)).is_ok())));
     cedar(&mut group);
     group.finish();
 }
@@ -288,6 +297,7 @@ fn read_record(f: &Fixture) -> AuditRecord {
         code: None,
         reason: None,
         timings: Timings { total_us: 14, policy_us: 6, adapter_us: 1 },
+        auth: None,
         versions: bridle_core::audit::Versions::tools_only(f.config.registry.schema_hash()),
     }
 }
@@ -349,7 +359,7 @@ fn distribution(mut samples: Vec<Duration>) -> [Duration; 4] {
 fn print_distribution(name: &str, samples: Vec<Duration>) {
     let n = samples.len();
     let [p50, p90, p99, max] = distribution(samples);
-    println!("latency/{name:<14} n={n:<6} p50 {p50:>10.2?}  p90 {p90:>10.2?}  p99 {p99:>10.2?}  max {max:>10.2?}");
+    println!("latency/{name:<17} n={n:<6} p50 {p50:>10.2?}  p90 {p90:>10.2?}  p99 {p99:>10.2?}  max {max:>10.2?}");
 }
 
 async fn timed_reads(f: &Fixture, n: usize) -> Vec<Duration> {
@@ -388,6 +398,22 @@ fn latency() {
         print_distribution("read/sqlite", timed_reads(&Fixture::new(sqlite(&dir, "lat-read.db").await), 10_000).await);
         let f = Fixture::new(sqlite(&dir, "lat-change.db").await);
         print_distribution("change/sqlite", timed_changes(&f, 2_000).await);
+        // The same reads with signed audit heads on (default cadence: every 1000 events, every
+        // 10 s): the call counts one event; signing and the head log's write and fsync happen on
+        // the keeper's task (here the same single thread, so they show in the tail, not the p50).
+        let stores = sqlite(&dir, "lat-heads.db").await;
+        let settings = bridle_core::config::AuditSettings {
+            heads: Some(dir.path().join("lat-heads.db.heads").display().to_string()),
+            ..bridle_core::config::AuditSettings::default()
+        };
+        let env = bridle_runtime::audit::HeadEnv {
+            signing_key: Some(bridle_core::audit::head::HeadKey::from_seed(&[1; 32]).to_text()),
+            ..bridle_runtime::audit::HeadEnv::default()
+        };
+        let plan = bridle_runtime::audit::HeadPlan::resolve(&settings, &stores.url, &env).unwrap();
+        let f = Fixture::new(stores.with_heads(&plan).await.unwrap());
+        print_distribution("read/sqlite+heads", timed_reads(&f, 10_000).await);
+        f.gate.stores().anchoring.close().await.unwrap();
         // PostgreSQL when `BRIDLE_TEST_POSTGRES_URL` names a server: a schema of its own, dropped after.
         if let Ok(url) = std::env::var("BRIDLE_TEST_POSTGRES_URL") {
             let schema = format!("bridle_bench_{}", uuid::Uuid::new_v4().simple());

@@ -5,7 +5,7 @@
 //! loads, checks, stores and audits.
 
 use bridle_core::approval::{self, ApprovalRequest, ApprovalStatus, Grant, SCOPE_SIGN_OFF};
-use bridle_core::audit::{AuditRecord, Decision, EventKind, Timings};
+use bridle_core::audit::{AuditRecord, Decision, EventKind, OperatorAuth, Timings};
 use bridle_core::bounds;
 use bridle_core::contract::{ApprovalLevel, Mode};
 use bridle_core::plan::Plan;
@@ -99,22 +99,44 @@ impl Gate {
         Ok(request)
     }
 
-    /// Adds `approver`'s grant to request `id` of the approver's tenant.
+    /// Adds `approver`'s grant to request `id` of the approver's tenant (a library caller: the
+    /// audit event names no way of authenticating; see [`Gate::grant_via`]).
     pub async fn grant(&self, approver: &Principal, id: &str) -> Result<ApprovalRequest, ApprovalError> {
+        self.grant_as(approver, id, None).await
+    }
+
+    /// [`Gate::grant`] by an operator who authenticated as `auth` says (a token, or `--as` on an
+    /// embedded store); the grant's audit event (and a refusal's) records it.
+    pub async fn grant_via(
+        &self,
+        approver: &Principal,
+        id: &str,
+        auth: OperatorAuth,
+    ) -> Result<ApprovalRequest, ApprovalError> {
+        self.grant_as(approver, id, Some(auth)).await
+    }
+
+    async fn grant_as(
+        &self,
+        approver: &Principal,
+        id: &str,
+        auth: Option<OperatorAuth>,
+    ) -> Result<ApprovalRequest, ApprovalError> {
         bounded_id(id)?;
         for _ in 0..GRANT_RETRIES {
-            let request = self.load_request(approver, id, EventKind::ApprovalGranted).await?;
+            let request = self.load_request(approver, id, EventKind::ApprovalGranted, auth).await?;
             let now = self.clock.now();
             let service = service_of(self, &request);
             if let Err(r) = approval::check_grant(&request, approver, service.as_deref(), now) {
-                self.audit_approval(
+                let mut record = self.approval_record(
                     EventKind::ApprovalGranted,
                     &request,
                     &approver.subject,
                     Some(&r),
                     Some(Decision::Rejected),
-                )
-                .await?;
+                );
+                record.auth = auth;
+                self.stores.audit.append(vec![record]).await?;
                 return Err(ApprovalError::Refused(r));
             }
             let grant =
@@ -128,13 +150,14 @@ impl Gate {
             if granted {
                 updated.status = ApprovalStatus::Granted;
             }
-            let event = self.approval_record(
+            let mut event = self.approval_record(
                 EventKind::ApprovalGranted,
                 &updated,
                 &approver.subject,
                 None,
                 Some(Decision::Executed),
             );
+            event.auth = auth;
             // INVARIANT: the grant and its `approval_granted` event commit together.
             let audit = self.stores.evidence(vec![event]);
             match self.stores.approvals.add_grant(&updated.tenant, id, expected, &grant, granted, audit).await {
@@ -153,9 +176,31 @@ impl Gate {
     /// A reason breaking `bridle_core::bounds::check_reason` (over 2,000 characters, a NUL or
     /// another control character) is refused with `bad_request` and the request stays pending.
     pub async fn reject(&self, approver: &Principal, id: &str, reason: &str) -> Result<ApprovalRequest, ApprovalError> {
+        self.reject_as(approver, id, reason, None).await
+    }
+
+    /// [`Gate::reject`] by an operator who authenticated as `auth` says; the rejection's audit
+    /// event records it.
+    pub async fn reject_via(
+        &self,
+        approver: &Principal,
+        id: &str,
+        reason: &str,
+        auth: OperatorAuth,
+    ) -> Result<ApprovalRequest, ApprovalError> {
+        self.reject_as(approver, id, reason, Some(auth)).await
+    }
+
+    async fn reject_as(
+        &self,
+        approver: &Principal,
+        id: &str,
+        reason: &str,
+        auth: Option<OperatorAuth>,
+    ) -> Result<ApprovalRequest, ApprovalError> {
         bounded_id(id)?;
         bounds::check_reason("reason", reason).map_err(|e| ApprovalError::Refused(e.rejection()))?;
-        let request = self.load_request(approver, id, EventKind::ApprovalRejected).await?;
+        let request = self.load_request(approver, id, EventKind::ApprovalRejected, auth).await?;
         let service = service_of(self, &request);
         // Rejecting needs the same standing as granting, except that expiry does not matter.
         if let Err(r) = approval::check_grant(&request, approver, service.as_deref(), request.created_at) {
@@ -164,13 +209,14 @@ impl Gate {
         let mut updated = request;
         updated.status = ApprovalStatus::Rejected;
         updated.rejection_reason = Some(reason.to_owned());
-        let event = self.approval_record(
+        let mut event = self.approval_record(
             EventKind::ApprovalRejected,
             &updated,
             &approver.subject,
             None,
             Some(Decision::Rejected),
         );
+        event.auth = auth;
         // INVARIANT: the rejection and its `approval_rejected` event commit together.
         let audit = self.stores.evidence(vec![event]);
         match self.stores.approvals.reject_request(&updated.tenant, id, &approver.subject, reason, audit).await {
@@ -227,6 +273,7 @@ impl Gate {
         caller: &Principal,
         id: &str,
         kind: EventKind,
+        auth: Option<OperatorAuth>,
     ) -> Result<ApprovalRequest, ApprovalError> {
         if let Some(request) = self.stores.approvals.get_request(&caller.tenant, id).await? {
             return Ok(request);
@@ -252,24 +299,11 @@ impl Gate {
             code: Some(refusal.code.as_str().to_owned()),
             reason: Some(refusal.message.clone()),
             timings: Timings::default(),
+            auth,
             versions: bridle_core::audit::Versions::tools_only(self.config.registry.schema_hash()),
         };
         self.stores.audit.append(vec![record]).await?;
         Err(ApprovalError::Refused(refusal))
-    }
-
-    /// Appends an approval event that records no state change (a refused grant).
-    async fn audit_approval(
-        &self,
-        kind: EventKind,
-        r: &ApprovalRequest,
-        subject: &str,
-        rejection: Option<&Rejection>,
-        decision: Option<Decision>,
-    ) -> Result<(), ApprovalError> {
-        let record = self.approval_record(kind, r, subject, rejection, decision);
-        self.stores.audit.append(vec![record]).await?;
-        Ok(())
     }
 
     /// The audit record of an approval event about `r` by `subject`.
@@ -299,6 +333,7 @@ impl Gate {
             code: rejection.map(|x| x.code.as_str().to_owned()),
             reason: rejection.map(|x| x.message.clone()),
             timings: Timings::default(),
+            auth: None,
             versions: bridle_core::audit::Versions::tools_only(self.config.registry.schema_hash()),
         }
     }

@@ -82,6 +82,10 @@ pub fn from_path(path: &Path) -> Result<Config, ConfigErrors> {
     if let Some(rel) = &config.workflows.dir {
         config.workflows.dir = Some(resolve(&base, rel).display().to_string());
     }
+    // So are `[audit] heads` and `[audit] signing_key_file`.
+    for path in [&mut config.audit.heads, &mut config.audit.signing_key_file].into_iter().flatten() {
+        *path = resolve(&base, path).display().to_string();
+    }
     Ok(config)
 }
 

@@ -474,6 +474,7 @@ impl Chat {
             code: Some(blocked.code.as_str().to_owned()),
             reason: Some(blocked.reason.clone()),
             timings: Timings { total_us: millis(started.elapsed()).saturating_mul(1000), policy_us: 0, adapter_us: 0 },
+            auth: None,
             versions: self.gate.versions(self.gate.config().agents.get(&self.settings.agent).map(|a| a.id.as_str())),
         };
         self.gate.stores().audit.append(vec![record]).await.map(|_| ())

@@ -111,6 +111,7 @@ fn collected_event(f: &Feedback) -> AuditRecord {
         code: None,
         reason: Some(format!("{} feedback on decision `{}`: {}", f.source.as_str(), f.decision_id, said.join(", "))),
         timings: Timings::default(),
+        auth: None,
         versions: Versions::default(),
     }
 }

@@ -52,6 +52,7 @@ fn outcome_event(gate: &Gate, tenant: &str, job_id: &str, rating: &Rating, actio
             rating.note.as_deref().map(|n| format!(": {n}")).unwrap_or_default()
         )),
         timings: Timings::default(),
+        auth: None,
         versions: Versions::tools_only(gate.config().registry.schema_hash()),
     }
 }

@@ -192,6 +192,7 @@ impl Gate {
             code: code.map(|c| c.as_str().to_owned()),
             reason: Some(format!("reconciled: {} → {}", job.status.as_str(), to.as_str())),
             timings: Timings::default(),
+            auth: None,
             versions: bridle_core::audit::Versions::tools_only(self.config.registry.schema_hash()),
         }
     }

@@ -197,6 +197,7 @@ async fn records(gate: &Gate, kind: EventKind, switch: &KillSwitch, who: &str) -
             code: (kind == EventKind::KillSwitchSet).then(|| bridle_core::Code::Killed.as_str().to_owned()),
             reason: Some(switch.reason.clone()),
             timings: Timings::default(),
+            auth: None,
             versions: Versions {
                 agent_id: switch.scope.agent.clone(),
                 ..Versions::tools_only(gate.config().registry.schema_hash())

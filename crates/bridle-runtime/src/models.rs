@@ -146,6 +146,7 @@ pub async fn promote(
         code: None,
         reason: Some(format!("{} → {}: {}", from.as_str(), next.as_str(), validation.reason)),
         // The record is about the model promoted, on no agent's behalf.
+        auth: None,
         versions: bridle_core::audit::Versions { model: Some(name.to_owned()), ..Default::default() },
         timings: Timings::default(),
     };

@@ -4,7 +4,8 @@
 //! work.
 //!
 //! Precedence for every setting: the configuration file, then the environment
-//! (`BRIDLE_STORE_URL`, `BRIDLE_LLM_URL`, `BRIDLE_LLM_API_KEY`), then what the caller sets on
+//! (`BRIDLE_STORE_URL`, `BRIDLE_LLM_URL`, `BRIDLE_LLM_API_KEY`, the audit heads'
+//! `BRIDLE_AUDIT_*`), then what the caller sets on
 //! the builder (flags). Nothing here holds a rule of its own: it only wires the parts.
 
 use std::sync::{Arc, Mutex, PoisonError};
@@ -49,6 +50,9 @@ pub enum BuildError {
     /// A configured adapter could not be set up (a credential missing, a bad client).
     #[error("adapter: {0}")]
     Adapter(String),
+    /// The audit signing key is set but unusable (the message names no key material).
+    #[error(transparent)]
+    Heads(#[from] crate::audit::HeadError),
 }
 
 /// Environment overrides, read once (tests pass their own).
@@ -62,6 +66,8 @@ pub struct Env {
     pub llm_api_key: Option<String>,
     /// `BRIDLE_LLM_MODEL` (with `BRIDLE_LLM_URL`; default `default`).
     pub llm_model: Option<String>,
+    /// `BRIDLE_AUDIT_SIGNING_KEY`, `BRIDLE_AUDIT_SIGNING_KEY_FILE`, `BRIDLE_AUDIT_HEADS`.
+    pub heads: crate::audit::HeadEnv,
 }
 
 impl Env {
@@ -73,6 +79,7 @@ impl Env {
             llm_url: var("BRIDLE_LLM_URL"),
             llm_api_key: var("BRIDLE_LLM_API_KEY"),
             llm_model: var("BRIDLE_LLM_MODEL"),
+            heads: crate::audit::HeadEnv::from_process(),
         }
     }
 }
@@ -165,11 +172,15 @@ impl RuntimeBuilder {
             .or(self.env.store_url.clone())
             .or(self.config.store_url.clone())
             .unwrap_or_else(|| DEFAULT_STORE_URL.to_owned());
+        let heads = crate::audit::HeadPlan::resolve(&self.config.audit, &url, &self.env.heads)?;
         let stores = Stores::open(&url)
             .await
             .map_err(|source| BuildError::Store { what: "store", source })?
             .with_batched_audit(AUDIT_BATCH)
-            .with_audit_settings(&self.config.audit);
+            .with_audit_settings(&self.config.audit)
+            .with_heads(&heads)
+            .await
+            .map_err(|source| BuildError::Store { what: "audit heads", source })?;
         // `[audit] retention_days`: applied now and every hour while the runtime lives.
         let _retention = crate::audit::spawn_retention(stores.audit.clone(), &self.config.audit);
         // 2. checkpointer (beside the store unless configured elsewhere)
@@ -379,11 +390,14 @@ impl Runtime {
         crate::kill::lift(&self.gate, who, scope, reason).await
     }
 
-    /// Waits for background runs to finish, then closes the stores.
+    /// Waits for background runs to finish, writes the last signed audit heads, then closes the
+    /// stores.
     pub async fn shutdown(self) {
         self.kill_watch.abort();
         let mut set = self.background.into_inner().unwrap_or_else(PoisonError::into_inner);
         while set.join_next().await.is_some() {}
+        // A failure is logged by `close`; the shutdown goes on.
+        let _ = self.stores.anchoring.close().await;
         drop(self.gate);
         drop(self.stores);
     }

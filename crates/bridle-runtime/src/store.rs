@@ -53,9 +53,37 @@ pub struct Stores {
     pub history: Arc<dyn ActionHistory>,
     /// The URL it was opened from (`memory` for the in-memory store), without any password.
     pub url: String,
+    /// How the chains' lengths are anchored: a head keeper signing heads, or why not.
+    pub anchoring: Anchoring,
     /// `[audit] evidence = "metadata_only"`: records handed to a state change lose their reason
     /// (see [`Stores::evidence`]), as plain appends do through the wrapped `audit`.
     metadata_only: bool,
+}
+
+/// How a process anchors the audit chains' lengths (`audit/heads.rs`).
+#[derive(Clone, Debug)]
+pub enum Anchoring {
+    /// Heads are signed and appended to a head log by this keeper.
+    Kept(Arc<crate::audit::HeadKeeper>),
+    /// They are not, for this reason.
+    Unanchored(crate::audit::Unanchored),
+}
+
+impl Anchoring {
+    /// Where verifiers read the heads, or why there are none.
+    pub fn source(&self) -> Result<crate::audit::HeadSource, crate::audit::Unanchored> {
+        match self {
+            Self::Kept(keeper) => Ok(keeper.source()),
+            Self::Unanchored(why) => Err(*why),
+        }
+    }
+
+    /// Stops the periodic flush and writes the last heads (the end of a command or a server);
+    /// a failure is logged and returned, never fatal.
+    pub async fn close(&self) -> Result<(), crate::audit::heads::FlushError> {
+        let Self::Kept(keeper) = self else { return Ok(()) };
+        keeper.close().await.map(|_| ()).inspect_err(|e| tracing::warn!(error = %e, "audit heads not written at exit"))
+    }
 }
 
 impl Stores {
@@ -90,6 +118,7 @@ impl Stores {
             kills: backend.clone(),
             history: backend,
             url: url.to_owned(),
+            anchoring: Anchoring::Unanchored(crate::audit::Unanchored::NoKey),
             metadata_only: false,
         }
     }
@@ -100,6 +129,10 @@ impl Stores {
     /// needs nothing here: every store masks what it appends.
     #[must_use]
     pub fn evidence(&self, mut records: Vec<AuditRecord>) -> Vec<AuditRecord> {
+        // Counted for the head keeper (a head is due after `[audit] head_every_events`).
+        if let Anchoring::Kept(keeper) = &self.anchoring {
+            keeper.note(records.len());
+        }
         if self.metadata_only {
             for r in &mut records {
                 r.reason = None;
@@ -125,9 +158,31 @@ impl Stores {
         self
     }
 
+    /// The same stores with signed audit heads as `plan` says: a [`crate::audit::HeadKeeper`]
+    /// started on the current tokio runtime when it has a key and a head log (its appends
+    /// counted), else the reason none is kept. Close it with [`Anchoring::close`] at the end.
+    pub async fn with_heads(mut self, plan: &crate::audit::HeadPlan) -> Result<Self, StoreError> {
+        match crate::audit::HeadKeeper::start(plan, self.audit.clone()).await? {
+            Some(keeper) => {
+                self.audit = Arc::new(crate::audit::heads::CountingAuditLog::new(self.audit, keeper.clone()));
+                self.anchoring = Anchoring::Kept(keeper);
+            }
+            None => {
+                let why = plan.unanchored().unwrap_or(crate::audit::Unanchored::NoKey);
+                if why == crate::audit::Unanchored::NoHeadLog {
+                    tracing::warn!("{}", why.explain());
+                }
+                self.anchoring = Anchoring::Unanchored(why);
+            }
+        }
+        Ok(self)
+    }
+
     /// A fresh in-memory store.
     pub fn memory() -> Self {
-        Self::from_backend(Arc::new(MemoryStore::new()), "memory")
+        let mut stores = Self::from_backend(Arc::new(MemoryStore::new()), "memory");
+        stores.anchoring = Anchoring::Unanchored(crate::audit::Unanchored::InMemory);
+        stores
     }
 
     /// Opens the store a URL names: `memory`, `sqlite://PATH`, `sqlite::memory:`,

@@ -20,6 +20,7 @@ mod suite {
     mod graph;
     mod guard;
     mod guard_taint;
+    mod heads;
     mod idempotency;
     mod lab;
     mod laws;

@@ -23,6 +23,8 @@ export function view(main, { signal, parts }) {
       badge(s.ok ? t('audit.intact') : t('audit.broken'), s.ok ? 'ok' : 'bad'),
       h('span', {}, t('audit.verified', { n: s.verified, tenant: s.tenant }))));
     if (s.broken) chain.append(h('p', {}, t('audit.broken_at', { seq: s.broken.seq, problem: s.broken.problem })));
+    // The chain against its signed heads: a deleted tail, a rewrite, or why the tail is unanchored.
+    if (s.tail && s.tail.note) chain.append(h('p', { id: 'chain-tail' }, s.tail.note));
   }, (err) => { if (err.name !== 'AbortError') clear(chain).append(errorBox(err)); });
   if (which === 'audit') audit(panel, signal); else records(panel, signal);
 }

@@ -349,7 +349,7 @@ impl Modify for FeedbackBodyChoice {
         api::lab::LabGoal, api::lab::LabLang, api::lab::PromptLab, api::lab::StepCount,
         api::runs::StartBody, api::runs::AnalysisInput, api::runs::FabInput, api::runs::FabAnomaly, api::runs::WorkflowInput, api::runs::ResumeBody, api::runs::RunAccepted,
         api::runs::RunStatus, api::runs::RunEventFrame, api::runs::DecisionList, api::runs::RunState,
-        api::runs::RunListItem, api::runs::RunList, api::approvals::ApprovalsFrame, api::audit::ChainStatus,
+        api::runs::RunListItem, api::runs::RunList, api::approvals::ApprovalsFrame, api::audit::ChainStatus, api::audit::TailStatus, api::audit::MissingTail, api::audit::RewrittenAt,
         api::drift::DriftAnswer, api::drift::DriftMetric,
         api::feedback::FeedbackBody, api::feedback::FeedbackSource, api::feedback::FeedbackStored, api::feedback::FeedbackList,
         KillAnswer, KillList, api::kill::KillBody,

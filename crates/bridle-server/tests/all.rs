@@ -5,6 +5,7 @@
 mod suite {
     mod actions;
     mod approvals;
+    mod audit_heads;
     mod auth;
     mod bounds;
     mod call_runs;

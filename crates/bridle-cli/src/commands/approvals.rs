@@ -1,8 +1,14 @@
 //! `bridle approvals list|approve|reject`: the approvals desk from a terminal, working directly
-//! on the store as a named principal of the configuration. Argument handling and printing only:
-//! grants and rejections go through the desk (`bridle_runtime::approvals`), so approver ≠
-//! requester, the approval scopes, the service and the expiry are checked as over the API, and
-//! every act is audited.
+//! on the store as an authenticated operator. Argument handling and printing only: grants and
+//! rejections go through the desk (`bridle_runtime::approvals`), so approver ≠ requester, the
+//! approval scopes, the service and the expiry are checked as over the API, and every act is
+//! audited with the way the operator authenticated (`auth`: `token` or `as`).
+//!
+//! Who acts: the principal of `--token` / `BRIDLE_TOKEN`, verified exactly as `bridle serve`
+//! verifies bearer tokens (`bridle_server::auth`, the same `BRIDLE_JWT_*` settings). `--as P`
+//! (a principal named in the configuration, no credential) is the embedded, single-machine case:
+//! accepted on `sqlite://` and `memory` stores, refused on `postgres://` (a database several
+//! servers and people share) for every subcommand.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -10,7 +16,8 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use bridle_core::Principal;
-use bridle_core::approval::ApprovalRequest;
+use bridle_core::approval::{ApprovalRequest, SCOPE_GRANT, SCOPE_SIGN_OFF};
+use bridle_core::audit::OperatorAuth;
 use bridle_runtime::approvals::ApprovalError;
 use bridle_runtime::gate::Gate;
 use serde_json::{Value, json};
@@ -23,6 +30,47 @@ const ARGS_SHOWN: usize = 48;
 /// Hex digits of the plan hash shown in the text listing.
 const HASH_SHOWN: usize = 12;
 
+/// How the operator says who they are.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Credential {
+    /// The operator's token (default: BRIDLE_TOKEN), verified as `bridle serve` verifies tokens
+    /// (same BRIDLE_JWT_* settings): acts as the token's subject in its tenant.
+    #[arg(long, conflicts_with = "acting_as")]
+    pub token: Option<String>,
+    /// Act as a principal of the configuration without a credential: only on a `sqlite://` or
+    /// `memory` store (one machine); refused on `postgres://`.
+    #[arg(long = "as", value_name = "PRINCIPAL")]
+    pub acting_as: Option<String>,
+}
+
+/// `bridle approvals …`.
+#[derive(Debug, clap::Subcommand)]
+pub enum ApprovalsCommand {
+    /// Pending requests of the operator's tenant (id, tool, arguments, plan hash prefix,
+    /// requester, level, expiry); `--json` prints one JSON line each.
+    List {
+        #[command(flatten)]
+        who: Credential,
+    },
+    /// Add the operator's grant to a pending request.
+    Approve {
+        #[command(flatten)]
+        who: Credential,
+        /// Approval id.
+        id: String,
+    },
+    /// Reject a pending request.
+    Reject {
+        #[command(flatten)]
+        who: Credential,
+        /// Approval id.
+        id: String,
+        /// Why (recorded with the rejection and in the audit log).
+        #[arg(long)]
+        reason: String,
+    },
+}
+
 /// What the three subcommands share.
 #[derive(Debug, Clone, Copy)]
 pub struct Desk<'a> {
@@ -30,28 +78,103 @@ pub struct Desk<'a> {
     pub config: Option<&'a Path>,
     /// `--db`.
     pub db: Option<&'a str>,
-    /// `--as`: a principal named in the configuration.
-    pub acting_as: &'a str,
+    /// `--token` / `--as`.
+    pub who: &'a Credential,
     /// `--json`.
     pub json: bool,
 }
 
-impl Desk<'_> {
-    async fn open(&self) -> anyhow::Result<(Gate, Principal)> {
-        let config = Arc::new(super::config(self.config)?);
-        let principal = config.principals.get(self.acting_as).cloned().with_context(|| {
-            let names: Vec<&str> = config.principals.keys().map(String::as_str).collect();
-            format!("no principal `{}` in the configuration (known: {})", self.acting_as, names.join(", "))
-        })?;
-        let stores = super::stores(&config, self.db).await?;
-        let gate = bridle_runtime::check::gate(config, stores).context("building the gate")?;
-        Ok((gate, principal))
+/// An operator who may not act: printed as `refused: CODE: message`, exit 1.
+struct Refusal {
+    code: &'static str,
+    message: String,
+}
+
+/// Runs one subcommand.
+pub async fn run(
+    command: &ApprovalsCommand,
+    config: Option<&Path>,
+    db: Option<&str>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    match command {
+        ApprovalsCommand::List { who } => list(&Desk { config, db, who, json }).await,
+        ApprovalsCommand::Approve { who, id } => approve(&Desk { config, db, who, json }, id).await,
+        ApprovalsCommand::Reject { who, id, reason } => reject(&Desk { config, db, who, json }, id, reason).await,
     }
+}
+
+impl Desk<'_> {
+    /// The gate over the store and the authenticated operator, or why they may not act.
+    async fn open(&self) -> anyhow::Result<Result<(Gate, Principal, OperatorAuth), Refusal>> {
+        let config = Arc::new(super::config(self.config)?);
+        let url = super::store_url(&config, self.db);
+        let (principal, auth) = match (&self.who.acting_as, &self.who.token) {
+            (Some(_), _) if is_shared(&url) => {
+                return Ok(Err(Refusal {
+                    code: "unauthenticated",
+                    message: "`--as` acts without a credential and is refused on a postgres:// store, which several \
+                              servers and people share: authenticate with `--token T` or BRIDLE_TOKEN (see `bridle \
+                              token issue`)"
+                        .to_owned(),
+                }));
+            }
+            (Some(name), _) => {
+                let principal = config.principals.get(name).cloned().with_context(|| {
+                    let names: Vec<&str> = config.principals.keys().map(String::as_str).collect();
+                    format!("no principal `{name}` in the configuration (known: {})", names.join(", "))
+                })?;
+                (principal, OperatorAuth::As)
+            }
+            (None, token) => {
+                let env = std::env::var("BRIDLE_TOKEN").ok().filter(|t| !t.trim().is_empty());
+                let Some(token) = token.clone().or(env) else {
+                    anyhow::bail!(
+                        "`bridle approvals` needs the operator's credential: `--token T` or BRIDLE_TOKEN (see `bridle \
+                         token issue`); `--as P` only on a sqlite:// or memory store"
+                    );
+                };
+                let auth = bridle_server::auth::AuthConfig::from_env().context("cannot verify tokens")?;
+                let verifier = bridle_server::auth::Verifier::new(&auth).context("cannot verify tokens")?;
+                match verifier.verify(token.trim()) {
+                    Ok(principal) => (principal, OperatorAuth::Token),
+                    Err(e) => return Ok(Err(Refusal { code: "unauthenticated", message: e.to_string() })),
+                }
+            }
+        };
+        let stores = super::stores(&config, Some(&url)).await?;
+        let gate = bridle_runtime::check::gate(config, stores).context("building the gate")?;
+        Ok(Ok((gate, principal, auth)))
+    }
+
+    /// Prints a refusal; exit 1.
+    fn refuse(&self, r: &Refusal) -> anyhow::Result<ExitCode> {
+        if self.json {
+            out::line(&json!({"status": "refused", "code": r.code, "message": r.message}).to_string())?;
+        } else {
+            eprintln!("refused: {}: {}", r.code, r.message);
+        }
+        Ok(ExitCode::FAILURE)
+    }
+}
+
+/// A store several processes and people share: PostgreSQL.
+fn is_shared(url: &str) -> bool {
+    url.starts_with("postgres://") || url.starts_with("postgresql://")
 }
 
 /// Lists the pending requests of the principal's tenant.
 pub async fn list(desk: &Desk<'_>) -> anyhow::Result<ExitCode> {
-    let (gate, principal) = desk.open().await?;
+    let (gate, principal, _) = match desk.open().await? {
+        Ok(opened) => opened,
+        Err(r) => return desk.refuse(&r),
+    };
+    // As `GET /v1/approvals`: the pending plans are for approvers only (grants and rejections
+    // are judged by the desk, which names its refusal `approver_denied`).
+    if !principal.has_scope(SCOPE_GRANT) && !principal.has_scope(SCOPE_SIGN_OFF) {
+        let message = format!("`{}` holds neither `{SCOPE_GRANT}` nor `{SCOPE_SIGN_OFF}`", principal.subject);
+        return desk.refuse(&Refusal { code: "forbidden", message });
+    }
     let pending = gate.pending_approvals(&principal).await.map_err(|e| anyhow::anyhow!("{e}"))?;
     if desk.json {
         for r in &pending {
@@ -81,16 +204,22 @@ pub async fn list(desk: &Desk<'_>) -> anyhow::Result<ExitCode> {
 
 /// Adds the principal's grant to request `id`.
 pub async fn approve(desk: &Desk<'_>, id: &str) -> anyhow::Result<ExitCode> {
-    let (gate, principal) = desk.open().await?;
-    let result = gate.grant(&principal, id).await;
+    let (gate, principal, auth) = match desk.open().await? {
+        Ok(opened) => opened,
+        Err(r) => return desk.refuse(&r),
+    };
+    let result = gate.grant_via(&principal, id, auth).await;
     report(desk, "approve", result)
 }
 
 /// Rejects pending request `id` with `reason`.
 pub async fn reject(desk: &Desk<'_>, id: &str, reason: &str) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(!reason.trim().is_empty(), "--reason must not be empty");
-    let (gate, principal) = desk.open().await?;
-    let result = gate.reject(&principal, id, reason).await;
+    let (gate, principal, auth) = match desk.open().await? {
+        Ok(opened) => opened,
+        Err(r) => return desk.refuse(&r),
+    };
+    let result = gate.reject_via(&principal, id, reason, auth).await;
     report(desk, "reject", result)
 }
 
@@ -115,15 +244,7 @@ fn report(desk: &Desk<'_>, act: &str, result: Result<ApprovalRequest, ApprovalEr
             Ok(ExitCode::SUCCESS)
         }
         Err(ApprovalError::Refused(rejection)) => {
-            if desk.json {
-                out::line(
-                    &json!({"status": "refused", "code": rejection.code.as_str(), "message": rejection.message})
-                        .to_string(),
-                )?;
-            } else {
-                eprintln!("refused: {}: {}", rejection.code.as_str(), rejection.message);
-            }
-            Ok(ExitCode::FAILURE)
+            desk.refuse(&Refusal { code: rejection.code.as_str(), message: rejection.message })
         }
         Err(e) => Err(anyhow::anyhow!("{e}")),
     }

@@ -30,6 +30,9 @@ pub async fn stdio(config: Option<&Path>, db: Option<&str>, token: Option<&str>)
         builder = builder.store_url(db);
     }
     let runtime = builder.build().await.context("building the runtime")?;
+    // Its chains' heads are signed once more before the process exits, even if the runtime is
+    // still shared then.
+    super::track(&runtime.stores);
     // The guard's scanner is installed as `bridle serve` installs it (gate step 4).
     let gate = bridle_server::guarded_gate(runtime.gate.clone())?;
     let console = std::env::var("BRIDLE_CONSOLE_URL")

@@ -100,7 +100,7 @@ fn report(outcome: &RunOutcome, file: &Path, json: bool) -> anyhow::Result<ExitC
             line(&format!("waiting: {} at node `{}`", i.id, i.node))?;
             line(&format!("  {}", i.payload))?;
             if let Some(approval) = i.payload.get("approval_id").and_then(Value::as_str) {
-                line(&format!("  approve with: bridle approvals approve {approval} --as APPROVER"))?;
+                line(&format!("  approve with: bridle approvals approve {approval} --token OPERATOR_TOKEN"))?;
             }
             line(&format!(
                 "  resume with:  bridle run {} --resume {} --interrupt {} --value '{{\"approved\": true}}'",
@@ -149,6 +149,9 @@ pub async fn run(args: Args<'_>) -> anyhow::Result<ExitCode> {
         builder = builder.llm(super::replay::model_from(model)?.0);
     }
     let runtime = builder.build().await.context("building the runtime")?;
+    // Its chains' heads are signed once more before the process exits, even if the runtime is
+    // still shared then.
+    super::track(&runtime.stores);
     let run_id = match &args.resume {
         Some((run_id, _, _)) => (*run_id).to_owned(),
         None => bridle_runtime::workflow::new_run_id(&workflow, &config),

@@ -64,6 +64,9 @@ pub async fn run(
         builder = builder.store_url(db);
     }
     let runtime = Arc::new(builder.build().await.context("building the runtime")?);
+    // Its chains' heads are signed once more before the process exits, even if the runtime is
+    // still shared then.
+    super::track(&runtime.stores);
     let env_listen = std::env::var("BRIDLE_LISTEN").ok().filter(|v| !v.is_empty());
     let addr = listen
         .map(str::to_owned)
@@ -93,6 +96,15 @@ pub async fn run(
          --scopes service:read,service:scale --ttl 1h   (same BRIDLE_JWT_SECRET)",
     )?;
     out::line(&format!("  MCP (Streamable HTTP, same bearer token): http://{local}/mcp   stdio: bridle mcp --stdio"))?;
+    match runtime.stores.anchoring.source() {
+        Ok(source) => out::line(&format!(
+            "  audit heads: signed into `{}` (every {} events, every {} s, at shutdown)",
+            source.path.display(),
+            runtime.config.audit.head_every_events,
+            runtime.config.audit.head_every.as_secs()
+        ))?,
+        Err(why) => out::line(&format!("  audit heads: {}", why.explain()))?,
+    }
     out::line("  stop with Ctrl-C")?;
     let shutdown = async move {
         shutdown_signal().await;

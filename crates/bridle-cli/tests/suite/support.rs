@@ -11,16 +11,30 @@ pub fn bridle(args: &[&str], cwd: &Path) -> Output {
 
 /// [`bridle`] with `stdin` piped in.
 pub fn bridle_with_stdin(args: &[&str], cwd: &Path, stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_bridle"))
-        .args(args)
-        .current_dir(cwd)
-        .env_remove("BRIDLE_CONFIG")
-        .env_remove("BRIDLE_STORE_URL")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    bridle_env(args, cwd, stdin, &[])
+}
+
+/// Settings a test run never inherits from the environment it was started in.
+const INHERITED: [&str; 8] = [
+    "BRIDLE_CONFIG",
+    "BRIDLE_STORE_URL",
+    "BRIDLE_TOKEN",
+    "BRIDLE_AUDIT_SIGNING_KEY",
+    "BRIDLE_AUDIT_SIGNING_KEY_FILE",
+    "BRIDLE_AUDIT_HEADS",
+    "BRIDLE_JWT_PUBLIC_KEY",
+    "BRIDLE_JWT_JWKS",
+];
+
+/// [`bridle_with_stdin`] with these environment variables set.
+pub fn bridle_env(args: &[&str], cwd: &Path, stdin: &[u8], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_bridle"));
+    command.args(args).current_dir(cwd);
+    for var in INHERITED {
+        command.env_remove(var);
+    }
+    command.envs(env.iter().copied());
+    let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     child.stdin.take().unwrap().write_all(stdin).unwrap();
     child.wait_with_output().unwrap()
 }

@@ -67,7 +67,7 @@ impl Default for WebhookSettings {
 /// Most retries accepted (the backoff doubles each time).
 const MAX_RETRIES: u32 = 10;
 
-fn is_http_url(url: &str) -> bool {
+pub(super) fn is_http_url(url: &str) -> bool {
     let rest = url.strip_prefix("https://").or_else(|| url.strip_prefix("http://"));
     rest.is_some_and(|r| !r.is_empty() && !r.starts_with('/') && !r.chars().any(char::is_whitespace))
 }

@@ -82,4 +82,7 @@ impl AuditLog for BatchingAuditLog {
     async fn prune_evidence(&self, before: time::OffsetDateTime) -> StoreResult<u64> {
         self.inner.prune_evidence(before).await
     }
+    async fn heads(&self) -> StoreResult<Vec<bridle_core::audit::head::ChainHead>> {
+        self.inner.heads().await
+    }
 }

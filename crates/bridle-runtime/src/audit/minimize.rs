@@ -71,6 +71,9 @@ impl AuditLog for MetadataOnlyAuditLog {
     async fn prune_evidence(&self, before: OffsetDateTime) -> StoreResult<u64> {
         self.inner.prune_evidence(before).await
     }
+    async fn heads(&self) -> StoreResult<Vec<bridle_core::audit::head::ChainHead>> {
+        self.inner.heads().await
+    }
 }
 
 /// `log` as `[audit] evidence` asks.
@@ -130,6 +133,7 @@ mod tests {
             code: None,
             reason: Some(reason.into()),
             timings: Timings::default(),
+            auth: None,
             versions: bridle_core::audit::Versions::default(),
         }
     }

@@ -163,6 +163,7 @@ fn requested_event(r: &ApprovalRequest, policy_version: &str, t: &Trace, tool: &
         code: None,
         reason: Some(format!("level {}", r.level.as_str())),
         timings: Timings::default(),
+        auth: None,
         versions: t.versions.clone(),
     }
 }

@@ -176,6 +176,7 @@ fn dispatched(gate: &Gate, principal: &Principal, run: &RunContext, job: &Job, t
         code: None,
         reason: Some(format!("dispatched by call `{}`", t.call_id)),
         timings: Timings::default(),
+        auth: None,
         versions: t.versions.clone(),
     }
 }

@@ -126,6 +126,7 @@ impl Trace {
                 policy_us: self.policy_us,
                 adapter_us: self.adapter_us,
             },
+            auth: None,
             versions: self.versions.clone(),
         }
     }

@@ -393,6 +393,21 @@ impl AuditLog for MemoryStore {
         let pruned = events.filter(|e| e.record.at < before).map(AuditEvent::prune_evidence).filter(|p| *p).count();
         Ok(u64::try_from(pruned).unwrap_or(u64::MAX))
     }
+    async fn heads(&self) -> StoreResult<Vec<bridle_core::audit::head::ChainHead>> {
+        let inner = self.lock()?;
+        Ok(inner
+            .audit
+            .iter()
+            .filter_map(|(tenant, chain)| {
+                let last = chain.last()?;
+                Some(bridle_core::audit::head::ChainHead {
+                    tenant: tenant.clone(),
+                    seq: last.seq,
+                    hash: last.hash.clone(),
+                })
+            })
+            .collect())
+    }
 }
 
 #[async_trait]

@@ -170,6 +170,7 @@ pub(crate) fn audit_event(row: &impl Columns) -> StoreResult<AuditEvent> {
             policy_us: count("policy_us")?,
             adapter_us: count("adapter_us")?,
         },
+        auth: row.opt_text("auth")?.map(|a| parse_enum("audit auth", &a)).transpose()?,
         versions: bridle_core::audit::Versions {
             agent_id: row.opt_text("agent_id")?,
             model: row.opt_text("model")?,

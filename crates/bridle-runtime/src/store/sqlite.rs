@@ -127,6 +127,17 @@ pub(crate) fn split_synchronous(url: &str) -> StoreResult<(String, SqliteSynchro
     Ok((url, synchronous))
 }
 
+/// The database file a `sqlite:` URL names (as sqlx reads it), or `None` for an in-memory
+/// database or a URL sqlx would refuse.
+pub(crate) fn database_file(url: &str) -> Option<std::path::PathBuf> {
+    if is_in_memory(url) {
+        return None;
+    }
+    let (sqlx_url, _) = split_synchronous(url).ok()?;
+    let options = SqliteConnectOptions::from_str(&sqlx_url).ok()?;
+    Some(options.get_filename().to_path_buf())
+}
+
 /// Whether a URL names an in-memory database (as sqlx parses it).
 pub(crate) fn is_in_memory(url: &str) -> bool {
     let rest = url.trim_start_matches("sqlite://").trim_start_matches("sqlite:");

@@ -575,8 +575,12 @@ fn record(tenant: &str, i: u64) -> AuditRecord {
         code: (!odd).then(|| "policy_denied".into()),
         reason: i.is_multiple_of(4).then(|| format!("reason «{i}» with \"quotes\"")),
         timings: Timings { total_us: i * 7, policy_us: i, adapter_us: i * 3 },
-        // Every version field round-trips through each store (and is absent on some events,
-        // as on events written before they existed).
+        // Every version field and the operator's auth round-trip through each store (and are
+        // absent on some events, as on events written before they existed).
+        auth: [None, Some(bridle_core::audit::OperatorAuth::Token), Some(bridle_core::audit::OperatorAuth::As)]
+            .get(usize::try_from(i % 3).unwrap_or(0))
+            .copied()
+            .flatten(),
         versions: bridle_core::audit::Versions {
             agent_id: odd.then(|| "advisor".into()),
             model: odd.then(|| "m-1".into()),
@@ -624,6 +628,17 @@ async fn audit_chains_per_tenant_across_batches(s: Stores) -> anyhow::Result<()>
     assert!(s.audit.events("tenant-a", 147, 10).await?.is_empty());
     assert!(s.audit.events("tenant-a", u64::MAX, 10).await?.is_empty());
     assert!(s.audit.events("tenant-z", 0, 10).await?.is_empty());
+    // Each chain's head is its last event (what the head keeper signs).
+    let mut heads = s.audit.heads().await?;
+    heads.sort_by(|a, b| a.tenant.cmp(&b.tenant));
+    let expected: Vec<_> = written
+        .iter()
+        .filter_map(|(tenant, events)| {
+            let last = events.last()?;
+            Some(bridle_core::audit::head::ChainHead { tenant: tenant.clone(), seq: last.seq, hash: last.hash.clone() })
+        })
+        .collect();
+    assert_eq!(heads, expected);
     Ok(())
 }
 

@@ -6,6 +6,7 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use bridle_core::approval::{self, ApprovalRequest, SCOPE_GRANT, SCOPE_SIGN_OFF};
+use bridle_core::audit::OperatorAuth;
 use bridle_runtime::approvals::ApprovalError;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -154,7 +155,7 @@ pub async fn approve(
     require_approver(&caller)?;
     known_id(&id)?;
     // The desk answers an id outside the caller's tenant with `not_found` and audits the attempt.
-    answer(&state.gate.grant(&caller.0, &id).await.map_err(desk_error)?)
+    answer(&state.gate.grant_via(&caller.0, &id, OperatorAuth::Token).await.map_err(desk_error)?)
 }
 
 /// Rejects a pending request with a reason.
@@ -183,7 +184,7 @@ pub async fn reject(
         return Err(ApiError::bad_request("a rejection needs a `reason`"));
     }
     bridle_core::bounds::check_reason("reason", &body.reason).map_err(|e| ApiError::bad_request(e.to_string()))?;
-    answer(&state.gate.reject(&caller.0, &id, &body.reason).await.map_err(desk_error)?)
+    answer(&state.gate.reject_via(&caller.0, &id, &body.reason, OperatorAuth::Token).await.map_err(desk_error)?)
 }
 
 /// How often the events stream looks at the pending list.

@@ -70,21 +70,95 @@ pub async fn list(
 pub struct ChainStatus {
     /// The caller's tenant.
     pub tenant: String,
-    /// True when every event links to the one before it and its hash matches its content.
+    /// True when every event links to the one before it, its hash matches its content, and no
+    /// signed head disagrees with the stored chain (an unanchored tail is still `ok`).
     pub ok: bool,
-    /// Events verified before the first broken link (all of them when `ok`).
+    /// Events verified before the first broken link (all of them when the links are intact).
     pub verified: u64,
-    /// The first broken link `{tenant, seq, problem}`, null when `ok`.
+    /// The first broken link `{tenant, seq, problem}`, null when the links are intact.
     #[schema(value_type = Option<Object>, required = true)]
     pub broken: Option<bridle_core::audit::BrokenLink>,
+    /// The chain against the signed heads of the head log.
+    pub tail: TailStatus,
 }
 
-/// Verifies the hash chain of the caller's tenant's audit log from its first event.
+/// The caller's chain against its signed heads.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct TailStatus {
+    /// `anchored` (every signed head matches), `missing` (a signed head names events the store no
+    /// longer holds: the tail was deleted), `rewritten` (a stored event differs from the signed
+    /// head at its seq), `untrusted` (a head line of this tenant, or one naming none, is not a
+    /// head or its signature does not verify), `unreadable` (the head log could not be read),
+    /// or `unanchored` (no heads: no key, no head log, or none written yet; `note` says which).
+    #[schema(example = "anchored")]
+    pub status: String,
+    /// Why the tail is unanchored or the check failed, in words.
+    pub note: Option<String>,
+    /// The last stored seq (0: no events).
+    pub events: u64,
+    /// The seq of the newest signed head, null without one.
+    pub anchored_seq: Option<u64>,
+    /// When that head was signed (RFC 3339).
+    pub anchored_at: Option<String>,
+    /// Stored events after the newest signed head (not yet anchored).
+    pub unanchored: u64,
+    /// The deleted tail: events `from` to `to` are gone.
+    pub missing: Option<MissingTail>,
+    /// The first signed seq whose stored event differs.
+    pub rewritten: Option<RewrittenAt>,
+    /// Head log lines for this tenant (or naming none) that are not trusted.
+    pub untrusted_lines: u64,
+}
+
+/// Events a signed head proves existed and the store no longer holds.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct MissingTail {
+    /// First missing seq.
+    pub from: u64,
+    /// Last missing seq (the newest signed head's).
+    pub to: u64,
+    /// When that head was signed.
+    pub signed_at: String,
+}
+
+/// A signed seq whose stored event does not match its head.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct RewrittenAt {
+    /// The seq.
+    pub seq: u64,
+    /// When the head naming it was signed.
+    pub signed_at: String,
+    /// What is wrong.
+    pub problem: String,
+}
+
+impl TailStatus {
+    fn unanchored(status: &str, note: String, events: u64) -> Self {
+        Self {
+            status: status.to_owned(),
+            note: Some(note),
+            events,
+            anchored_seq: None,
+            anchored_at: None,
+            unanchored: events,
+            missing: None,
+            rewritten: None,
+            untrusted_lines: 0,
+        }
+    }
+
+    fn ok(&self) -> bool {
+        matches!(self.status.as_str(), "anchored" | "unanchored")
+    }
+}
+
+/// Verifies the hash chain of the caller's tenant's audit log from its first event, and checks it
+/// against the signed heads of the head log (a deleted tail is named).
 #[utoipa::path(
     get, path = "/v1/audit/verify", tag = "audit",
     security(("bearer" = [])),
     responses(
-        (status = 200, description = "the chain's status; a broken chain is a 200 with `ok: false` and the first broken link", body = ChainStatus),
+        (status = 200, description = "the chain's status; a broken chain, a deleted or rewritten tail, an untrusted head line or an unreadable head log is a 200 with `ok: false`", body = ChainStatus),
         (status = 401, description = "no valid token (`unauthenticated`)", body = crate::openapi::ErrorBody),
         (status = 403, description = "needs `audit:read` or `approval:grant` (`forbidden`)", body = crate::openapi::ErrorBody),
     )
@@ -92,23 +166,58 @@ pub struct ChainStatus {
 pub async fn verify(State(state): State<AppState>, caller: Caller) -> Result<Json<ChainStatus>, ApiError> {
     caller.require_any(&[SCOPE_AUDIT_READ, SCOPE_GRANT])?;
     let tenant = caller.0.tenant.clone();
-    let log = state.gate.stores().audit.clone();
-    let mut verifier = bridle_core::audit::ChainVerifier::new(&tenant);
-    loop {
-        let page = log.events(&tenant, verifier.verified(), MAX_LIMIT).await.map_err(|e| ApiError::internal(&e))?;
-        if page.is_empty() {
-            break;
-        }
-        for event in &page {
-            if let Err(broken) = verifier.push(event) {
-                return Ok(Json(ChainStatus {
-                    tenant,
-                    ok: false,
-                    verified: verifier.verified(),
-                    broken: Some(broken),
-                }));
+    let stores = state.gate.stores();
+    let source = stores.anchoring.source();
+    // Only the caller's heads are read (a line naming another tenant is skipped unread).
+    let heads = bridle_runtime::audit::heads_status(source.as_ref().map_err(|w| *w), Some(&tenant)).await;
+    let (heads, anchors) = match heads {
+        Ok((status, anchors)) => (Ok(status), anchors),
+        Err(bridle_runtime::audit::VerifyError::Store(e)) => return Err(ApiError::internal(&e)),
+        Err(e) => (Err(e.to_string()), None),
+    };
+    let check = bridle_runtime::audit::check_tenant(stores.audit.as_ref(), &tenant, anchors.as_ref())
+        .await
+        .map_err(|e| ApiError::internal(&e))?;
+    let events = check.tail.as_ref().map_or(check.verified, |t| t.events);
+    let tail = match (heads, check.tail) {
+        (Err(e), _) => TailStatus::unanchored("unreadable", e, events),
+        (Ok(h), None) => TailStatus::unanchored("unanchored", h.note.unwrap_or_default(), events),
+        (Ok(h), Some(t)) => {
+            let untrusted = u64::try_from(h.problems.len()).unwrap_or(u64::MAX);
+            let status = if t.rewritten.is_some() {
+                "rewritten"
+            } else if t.missing.is_some() {
+                "missing"
+            } else if untrusted > 0 {
+                "untrusted"
+            } else if t.anchor.is_some() {
+                "anchored"
+            } else {
+                "unanchored"
+            };
+            let note = match status {
+                "anchored" | "unanchored" if untrusted == 0 => {
+                    (t.anchor.is_none() || t.unanchored > 0).then(|| t.describe())
+                }
+                "untrusted" => Some(format!(
+                    "{untrusted} head line(s) not trusted: {}",
+                    h.problems.iter().map(|p| format!("line {}: {}", p.line, p.problem)).collect::<Vec<_>>().join("; ")
+                )),
+                _ => Some(t.describe()),
+            };
+            TailStatus {
+                status: status.to_owned(),
+                note,
+                events: t.events,
+                anchored_seq: t.anchor.as_ref().map(|a| a.seq),
+                anchored_at: t.anchor.as_ref().map(|a| a.at.clone()),
+                unanchored: t.unanchored,
+                missing: t.missing.map(|m| MissingTail { from: m.from, to: m.to, signed_at: m.signed_at }),
+                rewritten: t.rewritten.map(|r| RewrittenAt { seq: r.seq, signed_at: r.signed_at, problem: r.problem }),
+                untrusted_lines: untrusted,
             }
         }
-    }
-    Ok(Json(ChainStatus { tenant, ok: true, verified: verifier.verified(), broken: None }))
+    };
+    let ok = check.broken.is_none() && tail.ok();
+    Ok(Json(ChainStatus { tenant, ok, verified: check.verified, broken: check.broken, tail }))
 }

@@ -29,23 +29,35 @@ use super::{PostgresStore, db_err, enum_name, to_i64, to_nanos, to_u64};
 /// The first key of the two-key advisory locks that serialize appends per tenant (`audt` as
 /// ASCII); the migration lock uses the one-key form, so the two never collide.
 const AUDIT_LOCK_SPACE: i32 = 0x6175_6474;
+/// The last (seq, hash) of every tenant's chain: the tenants by a skip-scan over the primary key,
+/// then one index probe each for its last event.
+const HEADS: &str = "WITH RECURSIVE t(tenant) AS (
+         SELECT MIN(tenant) FROM audit_events
+         UNION ALL
+         SELECT (SELECT MIN(tenant) FROM audit_events WHERE tenant > t.tenant) FROM t
+         WHERE t.tenant IS NOT NULL
+     )
+     SELECT e.tenant, e.seq, e.hash FROM t
+     JOIN audit_events e ON e.tenant = t.tenant
+         AND e.seq = (SELECT MAX(seq) FROM audit_events WHERE tenant = t.tenant)";
 /// Events whose evidence one prune statement drops.
 const PRUNE_PAGE: i64 = 1000;
 
 /// Stored columns, in insert order.
 const COLUMNS: &str = "tenant, seq, kind, call_id, at, at_offset, subject, run_id, incident, tool, \
      policy_version, plan_hash, executor_identity, approval_id, approver, decision, code, reason, total_us, \
-     policy_us, adapter_us, prev_hash, hash, evidence_digest, agent_id, model, prompt_hash, tool_schema_hash, agent_source";
+     policy_us, adapter_us, prev_hash, hash, evidence_digest, agent_id, model, prompt_hash, tool_schema_hash, agent_source, \
+     auth";
 
 /// Inserts a batch: each parameter is one column as an array, in [`COLUMNS`] order.
 const INSERT: &str = "INSERT INTO audit_events (tenant, seq, kind, call_id, at, at_offset, subject, run_id, incident,
          tool, policy_version, plan_hash, executor_identity, approval_id, approver, decision, code, reason,
          total_us, policy_us, adapter_us, prev_hash, hash, evidence_digest, agent_id, model, prompt_hash,
-         tool_schema_hash, agent_source)
+         tool_schema_hash, agent_source, auth)
      SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::bigint[],
          $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[],
          $15::text[], $16::text[], $17::text[], $18::text[], $19::bigint[], $20::bigint[], $21::bigint[],
-         $22::text[], $23::text[], $24::text[], $25::text[], $26::text[], $27::text[], $28::text[], $29::text[])";
+         $22::text[], $23::text[], $24::text[], $25::text[], $26::text[], $27::text[], $28::text[], $29::text[], $30::text[])";
 
 /// A batch of events as column arrays.
 #[derive(Default)]
@@ -79,6 +91,7 @@ struct Columns {
     prompt_hash: Vec<Option<String>>,
     tool_schema_hash: Vec<Option<String>>,
     agent_source: Vec<Option<&'static str>>,
+    auth: Vec<Option<&'static str>>,
 }
 
 impl Columns {
@@ -116,6 +129,7 @@ impl Columns {
         self.prompt_hash.push(r.versions.prompt_hash.clone());
         self.tool_schema_hash.push(r.versions.tool_schema_hash.clone());
         self.agent_source.push(r.versions.agent_source.map(bridle_core::agents::AgentSource::as_str));
+        self.auth.push(r.auth.map(bridle_core::audit::OperatorAuth::as_str));
         Ok(())
     }
 
@@ -150,6 +164,7 @@ impl Columns {
             .bind(self.prompt_hash)
             .bind(self.tool_schema_hash)
             .bind(self.agent_source)
+            .bind(self.auth)
             .execute(conn)
             .await
             .map_err(db_err)?;
@@ -275,6 +290,16 @@ impl AuditLog for PostgresStore {
                 return Ok(pruned);
             }
         }
+    }
+
+    async fn heads(&self) -> StoreResult<Vec<bridle_core::audit::head::ChainHead>> {
+        let rows: Vec<(String, i64, String)> = sqlx::query_as(HEADS).fetch_all(&self.pool).await.map_err(db_err)?;
+        rows.into_iter()
+            .map(|(tenant, seq, hash)| {
+                let seq = to_u64(&format!("audit seq of `{tenant}`"), seq)?;
+                Ok(bridle_core::audit::head::ChainHead { tenant, seq, hash })
+            })
+            .collect()
     }
 }
 

@@ -48,6 +48,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/postgres/0007_one_pending_per_plan.sql"),
     },
     Migration { version: 8, name: "runs", sql: include_str!("../../../migrations/postgres/0008_runs.sql") },
+    Migration { version: 9, name: "audit_auth", sql: include_str!("../../../migrations/postgres/0009_audit_auth.sql") },
 ];
 
 /// The advisory lock key that serializes migration runs (`bridle` as ASCII, an arbitrary

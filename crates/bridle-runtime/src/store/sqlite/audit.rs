@@ -18,12 +18,24 @@ use super::{SqliteStore, db_err, enum_name, to_i64, to_nanos, to_u64};
 /// Stored columns, in insert order.
 const COLUMNS: &str = "tenant, seq, kind, call_id, at, at_offset, subject, run_id, incident, tool, \
      policy_version, plan_hash, executor_identity, approval_id, approver, decision, code, reason, total_us, \
-     policy_us, adapter_us, prev_hash, hash, evidence_digest, agent_id, model, prompt_hash, tool_schema_hash, agent_source";
+     policy_us, adapter_us, prev_hash, hash, evidence_digest, agent_id, model, prompt_hash, tool_schema_hash, agent_source, \
+     auth";
 /// How many columns [`COLUMNS`] names.
-const WIDTH: usize = 29;
+const WIDTH: usize = 30;
 /// Rows per INSERT statement, largest first: a batch is cut into these sizes so only a few
-/// distinct statements are ever prepared (29 × 100 parameters stays far below SQLite's limit).
+/// distinct statements are ever prepared (30 × 100 parameters stays far below SQLite's limit).
 const CHUNKS: [usize; 3] = [100, 10, 1];
+/// The last (seq, hash) of every tenant's chain: the tenants by a skip-scan over the primary key,
+/// then one index probe each for its last event.
+const HEADS: &str = "WITH RECURSIVE t(tenant) AS (
+         SELECT MIN(tenant) FROM audit_events
+         UNION ALL
+         SELECT (SELECT MIN(tenant) FROM audit_events WHERE tenant > t.tenant) FROM t
+         WHERE t.tenant IS NOT NULL
+     )
+     SELECT e.tenant, e.seq, e.hash FROM t
+     JOIN audit_events e ON e.tenant = t.tenant
+         AND e.seq = (SELECT MAX(seq) FROM audit_events WHERE tenant = t.tenant)";
 /// Events whose evidence one prune transaction drops.
 const PRUNE_PAGE: i64 = 1000;
 
@@ -101,7 +113,8 @@ async fn insert(conn: &mut SqliteConnection, rows: &[Stored<'_>]) -> StoreResult
             .bind(&r.versions.model)
             .bind(&r.versions.prompt_hash)
             .bind(&r.versions.tool_schema_hash)
-            .bind(s.agent_source);
+            .bind(s.agent_source)
+            .bind(r.auth.map(bridle_core::audit::OperatorAuth::as_str));
     }
     q.execute(conn).await.map_err(db_err)?;
     Ok(())
@@ -222,6 +235,16 @@ impl AuditLog for SqliteStore {
                 return Ok(pruned);
             }
         }
+    }
+
+    async fn heads(&self) -> StoreResult<Vec<bridle_core::audit::head::ChainHead>> {
+        let rows: Vec<(String, i64, String)> = sqlx::query_as(HEADS).fetch_all(&self.reader).await.map_err(db_err)?;
+        rows.into_iter()
+            .map(|(tenant, seq, hash)| {
+                let seq = to_u64(&format!("audit seq of `{tenant}`"), seq)?;
+                Ok(bridle_core::audit::head::ChainHead { tenant, seq, hash })
+            })
+            .collect()
     }
 }
 

@@ -42,6 +42,7 @@ const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/sqlite/0008_one_pending_per_plan.sql"),
     },
     Migration { version: 9, name: "runs", sql: include_str!("../../../migrations/sqlite/0009_runs.sql") },
+    Migration { version: 10, name: "audit_auth", sql: include_str!("../../../migrations/sqlite/0010_audit_auth.sql") },
 ];
 
 /// The SQL of every migration, oldest first (for a throwaway in-memory database opened by

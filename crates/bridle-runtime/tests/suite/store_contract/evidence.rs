@@ -64,7 +64,7 @@ async fn audit_evidence_is_masked_digested_and_prunable(s: Stores) -> anyhow::Re
 }
 
 async fn audit_metadata_only_stores_no_evidence(s: Stores) -> anyhow::Result<()> {
-    let settings = AuditSettings { evidence: EvidenceMode::MetadataOnly, retention: None };
+    let settings = AuditSettings { evidence: EvidenceMode::MetadataOnly, ..AuditSettings::default() };
     let s = s.with_audit_settings(&settings);
     let events = s.audit.append((0..3).map(|i| with_reason("tenant-a", i, 0, "`replicas` 50 > 10")).collect()).await?;
     assert!(events.iter().all(|e| e.record.reason.is_none() && e.evidence_digest.is_none()));

@@ -1,8 +1,9 @@
 //! PostgreSQL-only store properties: what several replicas sharing one database rely on, and
 //! what only a database shows (tampered and undecodable rows, integer limits).
 //!
-//! Each "replica" is its own `PostgresStore` (its own connection pool) on the shared schema,
-//! working in fresh uuid tenants, so tests run in parallel and repeatedly without colliding.
+//! Each "replica" is its own `PostgresStore` (its own connection pool) on a schema the replicas
+//! of one test share (fresh per test, dropped afterwards, never the database's `public` schema,
+//! which other builds' test runs migrate their own way), working in fresh uuid tenants.
 //! Tests that break rows on purpose, and every contract test (`in_fresh_schema`), run in a
 //! fresh schema dropped afterwards, so nothing broken or left over stays in the shared one.
 
@@ -87,19 +88,28 @@ struct Replicas {
     backends: Vec<PostgresStore>,
     raw: PgPool,
     tenant: String,
+    /// The schema of their own, and a connection outside it to drop it.
+    schema: String,
+    admin: PgPool,
 }
 
 impl Replicas {
+    /// [`REPLICAS`] stores on a fresh schema (dropped by [`Replicas::close`]): the database's
+    /// `public` schema is shared with other builds' test runs, whose migrations may differ.
     async fn open(url: &str) -> anyhow::Result<Self> {
+        let admin = PgPool::connect(url).await?;
+        let schema = format!("bridle_replicas_{}", uuid::Uuid::new_v4().simple());
+        sqlx::query(&format!("CREATE SCHEMA {schema}")).execute(&admin).await?;
+        let url = scoped(url, &schema);
         let mut stores = Vec::with_capacity(REPLICAS);
         let mut backends = Vec::with_capacity(REPLICAS);
         for _ in 0..REPLICAS {
-            let store = PostgresStore::open_with_connections(url, POOL).await?;
+            let store = PostgresStore::open_with_connections(&url, POOL).await?;
             stores.push(Stores::from_backend(Arc::new(store.clone()), "postgres"));
             backends.push(store);
         }
-        let raw = PgPool::connect(url).await?;
-        Ok(Self { stores, backends, raw, tenant: format!("tenant-{}", uuid::Uuid::new_v4()) })
+        let raw = PgPool::connect(&url).await?;
+        Ok(Self { stores, backends, raw, tenant: format!("tenant-{}", uuid::Uuid::new_v4()), schema, admin })
     }
 
     /// The store task `i` uses: tasks spread round-robin over the replicas.
@@ -112,6 +122,8 @@ impl Replicas {
             b.close().await;
         }
         self.raw.close().await;
+        let _ = sqlx::query(&format!("DROP SCHEMA {} CASCADE", self.schema)).execute(&self.admin).await;
+        self.admin.close().await;
     }
 }
 
