@@ -1,7 +1,9 @@
 //! The red-team table: one row per way a caller might try to decide for itself what Bridle
 //! decides (who acts, in which run, within which limits), each tried over HTTP and over MCP on
 //! two replicas sharing a SQLite file, and again on PostgreSQL (`BRIDLE_TEST_POSTGRES_URL`).
-//! Every row asserts the stable code and the audit event the refusal left.
+//! Every row asserts the stable code and the audit event the refusal left. Two rows about the
+//! audit trail's custody follow: `bridle approvals --as` on PostgreSQL (refused, nothing granted)
+//! and a deleted tail (named by the signed heads both replicas keep in one head log).
 //!
 //! The configuration is the checkout example with a tool whose output is untrusted
 //! (`read_ticket`), `scale_replicas` automatic (so only taint can raise it), agents bound by claim
@@ -11,12 +13,14 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bridle_core::audit::head::HeadKey;
 use bridle_core::audit::{AuditEvent, EventKind};
 use bridle_core::ports::Clock;
 use bridle_runtime::adapter::{Fault, MemoryAdapter};
+use bridle_runtime::audit::HeadEnv;
 use bridle_runtime::clock::ManualClock;
 use bridle_runtime::runtime::{Env, RuntimeBuilder};
-use bridle_runtime::store::Stores;
+use bridle_runtime::store::{Anchoring, Stores};
 use bridle_server::auth::{AuthConfig, DEFAULT_AUDIENCE, DEFAULT_ISSUER, TokenRequest, issue_hs256};
 use bridle_server::limits::Limits;
 use bridle_server::{AppState, router};
@@ -25,9 +29,8 @@ use rmcp::model::{CallToolRequestParams, MetaObject, RequestMetaObject};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
-use time::macros::datetime;
 
-use super::support::{copy_example, postgres_url};
+use super::support::{bridle, copy_example, postgres_url, text};
 
 const SECRET: &[u8] = b"redteam-secret-redteam-secret-redteam";
 const TENANT: &str = "tenant-a";
@@ -96,7 +99,10 @@ enum Door {
 /// one target system.
 struct Rig {
     bases: Vec<String>,
+    /// Replica 0's stores (both replicas' for the head flush).
     stores: Stores,
+    replicas: Vec<Stores>,
+    url: String,
     clock: Arc<ManualClock>,
     adapter: Arc<MemoryAdapter>,
     http: reqwest::Client,
@@ -108,24 +114,32 @@ impl Rig {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let dir = tempfile::tempdir().unwrap();
         let text = config_text(dir.path());
+        std::fs::write(dir.path().join("bridle.toml"), &text).unwrap();
         let root = dir.path().to_owned();
         let files = move |rel: &str| std::fs::read_to_string(root.join(rel)).map_err(|e| format!("`{rel}`: {e}"));
         let config = Arc::new(bridle_core::config::load(&text, &files).unwrap_or_else(|e| panic!("{e}")));
         let url = store_url.unwrap_or_else(|| format!("sqlite://{}", dir.path().join("bridle.db").display()));
-        let clock = Arc::new(ManualClock::new(datetime!(2026-06-01 00:00 UTC)));
+        // Now, so that the `bridle approvals` process (on the system clock) agrees with the replicas.
+        let clock = Arc::new(ManualClock::new(time::OffsetDateTime::now_utc()));
         let adapter = Arc::new(MemoryAdapter::from_config(&config));
+        // Both replicas sign their chains' heads into one head log outside the store.
+        let heads = HeadEnv {
+            signing_key: Some(HeadKey::from_seed(&[7; 32]).to_text()),
+            heads: Some(dir.path().join("heads.log").display().to_string()),
+            ..HeadEnv::default()
+        };
         let mut bases = Vec::new();
-        let mut stores = None;
+        let mut replicas = Vec::new();
         for _ in 0..2 {
             let runtime = RuntimeBuilder::new(config.clone())
-                .env(Env::default())
+                .env(Env { heads: heads.clone(), ..Env::default() })
                 .store_url(&url)
                 .clock(clock.clone())
                 .adapter(adapter.clone())
                 .build()
                 .await
                 .unwrap();
-            stores.get_or_insert_with(|| runtime.stores.clone());
+            replicas.push(runtime.stores.clone());
             let state = AppState::new(runtime.gate.clone(), &AuthConfig::hs256(SECRET), Limits::default()).unwrap();
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             bases.push(format!("http://{}", listener.local_addr().unwrap()));
@@ -133,7 +147,8 @@ impl Rig {
             // The runtime lives as long as the test process: its tasks serve the replica.
             std::mem::forget(runtime);
         }
-        Rig { bases, stores: stores.unwrap(), clock, adapter, http: reqwest::Client::new(), _dir: dir }
+        let stores = replicas[0].clone();
+        Rig { bases, stores, replicas, url, clock, adapter, http: reqwest::Client::new(), _dir: dir }
     }
 
     /// One call through `door` of replica `replica`: `(code, call_id)`, the code `None` when it ran.
@@ -418,6 +433,72 @@ async fn table(rig: &Rig, store: &str) {
             assert!(reason.contains(expect.reason), "{at}: the reason says why: {reason}");
         }
     }
+    as_on_the_store(rig, store).await;
+    tail_deletion(rig, store).await;
+}
+
+/// `bridle approvals approve --as` on a pending request: refused on PostgreSQL (nothing granted,
+/// no event), allowed on the embedded SQLite file, where the event says how the operator acted.
+async fn as_on_the_store(rig: &Rig, store: &str) {
+    let events = bridle_runtime::audit::export(rig.stores.audit.as_ref(), Some(TENANT)).await.unwrap();
+    // The taint row's change is waiting for a human.
+    let pending = events
+        .iter()
+        .rev()
+        .find(|e| e.record.code.as_deref() == Some("approval_required"))
+        .and_then(|e| e.record.approval_id.clone())
+        .expect("a pending approval from the taint row");
+    let config = rig._dir.path().join("bridle.toml").display().to_string();
+    let out = bridle(
+        &["approvals", "approve", &pending, "--as", "operator-2", "--config", &config, "--db", &rig.url],
+        rig._dir.path(),
+    );
+    let granted = |events: &[AuditEvent]| {
+        events
+            .iter()
+            .filter(|e| {
+                e.record.kind == EventKind::ApprovalGranted && e.record.approval_id.as_deref() == Some(&pending)
+            })
+            .count()
+    };
+    let after = bridle_runtime::audit::export(rig.stores.audit.as_ref(), Some(TENANT)).await.unwrap();
+    let request = rig.stores.approvals.get_request(TENANT, &pending).await.unwrap().unwrap();
+    if store == "postgres" {
+        assert_eq!(out.status.code(), Some(1), "{store} `--as`: {}", text(&out.stderr));
+        assert!(text(&out.stderr).contains("unauthenticated"), "{}", text(&out.stderr));
+        assert_eq!(granted(&after), 0, "{store} `--as`: no grant event");
+        assert_eq!(request.grants.len(), 0, "{store} `--as`: the request is unchanged");
+    } else {
+        assert!(out.status.success(), "{store} `--as`: {}", text(&out.stderr));
+        let event = after.iter().rev().find(|e| e.record.kind == EventKind::ApprovalGranted).unwrap();
+        assert_eq!(event.record.auth.map(|a| a.as_str()), Some("as"), "{store}: the grant says how");
+        assert_eq!(request.grants.len(), 1);
+    }
+}
+
+/// Deleting the chain's last event after both replicas signed their heads: the verify route of
+/// either replica names the missing event.
+async fn tail_deletion(rig: &Rig, store: &str) {
+    for stores in &rig.replicas {
+        let Anchoring::Kept(keeper) = &stores.anchoring else { panic!("{store}: heads are kept") };
+        keeper.flush().await.unwrap();
+    }
+    let last = bridle_runtime::audit::export(rig.stores.audit.as_ref(), Some(TENANT)).await.unwrap().len();
+    let delete = format!(
+        "DELETE FROM audit_events WHERE tenant = '{TENANT}' AND seq = (SELECT MAX(seq) FROM audit_events WHERE tenant = '{TENANT}')"
+    );
+    if store == "postgres" {
+        let pool = sqlx::PgPool::connect(&rig.url).await.unwrap();
+        sqlx::query(&delete).execute(&pool).await.unwrap();
+    } else {
+        let pool = sqlx::SqlitePool::connect(&rig.url).await.unwrap();
+        sqlx::query(&delete).execute(&pool).await.unwrap();
+    }
+    let auditor = token("auditor", None);
+    let verify = rig.http.get(format!("{}/v1/audit/verify", rig.bases[1])).bearer_auth(&auditor).send().await.unwrap();
+    let report: Value = verify.json().await.unwrap();
+    assert_eq!(report["tail"]["status"], "missing", "{store} tail deletion: {report}");
+    assert_eq!(report["tail"]["missing"]["to"], json!(last), "{store}: the deleted event is named: {report}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
