@@ -229,6 +229,61 @@ fn parts(c: &mut Criterion) {
     group.finish();
 }
 
+/// One run admission alone (gate step 2's store work: open or find the run, judge, count), on each
+/// store: a call in a run with no limits, and under a concurrency limit (lease taken, then
+/// released as `Gate::call` does). PostgreSQL when `BRIDLE_TEST_POSTGRES_URL` is set.
+fn runs(c: &mut Criterion) {
+    use bridle_core::runs::{Lease, RunAdmit, RunLimits};
+    let rt = current_thread();
+    let dir = scratch();
+    let mut group = c.benchmark_group("runs");
+    group.sample_size(20).measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
+    let mut stores = vec![("memory", Stores::memory()), ("sqlite", rt.block_on(sqlite(&dir, "runs.db")))];
+    let mut schema = None;
+    if let Ok(url) = std::env::var("BRIDLE_TEST_POSTGRES_URL") {
+        let name = format!("bridle_bench_{}", uuid::Uuid::new_v4().simple());
+        let admin = rt.block_on(sqlx::PgPool::connect(&url)).unwrap();
+        rt.block_on(sqlx::query(&format!("CREATE SCHEMA {name}")).execute(&admin)).unwrap();
+        let sep = if url.contains('?') { '&' } else { '?' };
+        stores
+            .push(("postgres", rt.block_on(Stores::open(&format!("{url}{sep}options[search_path]={name}"))).unwrap()));
+        schema = Some((admin, name));
+    }
+    for (name, s) in &stores {
+        let counter = AtomicU64::new(0);
+        let admit = |limits: RunLimits, lease: bool| {
+            let call = counter.fetch_add(1, Ordering::Relaxed).to_string();
+            let s = s.clone();
+            async move {
+                let now = time::OffsetDateTime::now_utc();
+                let lease = lease.then(|| Lease { call_id: &call, until: now + Duration::from_secs(60) });
+                let a = RunAdmit {
+                    tenant: "tenant-a",
+                    run_id: "run-bench",
+                    subject: "requester-1",
+                    agent: None,
+                    now,
+                    limits,
+                    lease,
+                };
+                s.runs.admit(&a).await.unwrap().unwrap();
+                if lease.is_some() {
+                    s.runs.release("tenant-a", "run-bench", &call).await.unwrap();
+                }
+            }
+        };
+        group.bench_function(format!("admit/{name}"), |b| {
+            b.iter(|| rt.block_on(admit(RunLimits::default(), false)));
+        });
+        let leased = RunLimits { concurrency: Some(4), ..RunLimits::default() };
+        group.bench_function(format!("admit_leased/{name}"), |b| b.iter(|| rt.block_on(admit(leased, true))));
+    }
+    group.finish();
+    if let Some((admin, name)) = schema {
+        rt.block_on(sqlx::query(&format!("DROP SCHEMA {name} CASCADE")).execute(&admin)).unwrap();
+    }
+}
+
 /// Cedar alone on the checkout policies, with the entities, context and request built once: the
 /// floor under `policy/authorize`, which also builds the context and request and looks the
 /// entities up in its cache on every call.
@@ -441,6 +496,7 @@ fn wants_latency() -> bool {
 fn main() {
     let mut c = Criterion::default().configure_from_args();
     parts(&mut c);
+    runs(&mut c);
     gate_memory(&mut c);
     gate_sqlite(&mut c);
     throughput(&mut c);

@@ -1,6 +1,7 @@
 //! Runs and taint over PostgreSQL (migration `0008_runs.sql`).
 //!
-//! An admission is one conditional upsert: it opens the run bound to the caller's subject, or
+//! An admission is one conditional upsert, committed without waiting for the disk (see
+//! [`ASYNC_COMMIT`] for why that is safe): it opens the run bound to the caller's subject, or
 //! counts the call if the run is the caller's, its deadline is ahead and it has calls left
 //! (`RETURNING` says which). A concurrent admission on another replica blocks on the run's row
 //! lock and PostgreSQL re-checks the WHERE clause against the committed row, so the calls
@@ -17,6 +18,17 @@ use sqlx::PgConnection;
 use time::OffsetDateTime;
 
 use super::{PostgresStore, db_err, to_nanos};
+
+/// The admission's transaction commits without waiting for its WAL flush (one round trip with
+/// `BEGIN`, as a simple query).
+///
+/// INVARIANT: nothing a call does outside the database happens before a synchronous commit that
+/// follows its admission in the WAL: every call appends its `tool_call` event (and a change its
+/// `job_dispatched` event, before the side effect) in a transaction that waits for the flush, and
+/// the WAL is flushed in order, so that commit makes the admission durable too. A crash can only
+/// lose admissions of calls that never answered and never acted (their count, a lease that would
+/// lapse anyway, or a run's first binding, which the next call makes again).
+const ASYNC_COMMIT: &str = "BEGIN; SET LOCAL synchronous_commit = off";
 
 /// Columns of a run, in select order.
 const RUN_COLUMNS: &str = "tenant, run_id, subject, agent, opened_at, last_call_at, calls, state";
@@ -99,18 +111,15 @@ async fn read(conn: &mut PgConnection, tenant: &str, run_id: &str) -> StoreResul
 impl RunLedger for PostgresStore {
     async fn admit(&self, admit: &RunAdmit<'_>) -> StoreResult<Result<RunRecord, RunRefusal>> {
         let a = Admission::new(admit)?;
-        let (Some(limit), Some(lease)) = (admit.limits.concurrency, admit.lease) else {
-            let mut conn = self.pool.acquire().await.map_err(db_err)?;
-            return match a.upsert(&mut conn).await? {
-                Some(record) => Ok(Ok(record)),
-                None => Ok(Err(a.refusal(&mut conn).await?)),
-            };
-        };
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let mut tx = self.pool.begin_with(ASYNC_COMMIT).await.map_err(db_err)?;
         let Some(record) = a.upsert(&mut tx).await? else {
             let refusal = a.refusal(&mut tx).await?;
             tx.commit().await.map_err(db_err)?;
             return Ok(Err(refusal));
+        };
+        let (Some(limit), Some(lease)) = (admit.limits.concurrency, admit.lease) else {
+            tx.commit().await.map_err(db_err)?;
+            return Ok(Ok(record));
         };
         sqlx::query("DELETE FROM run_leases WHERE tenant = $1 AND run_id = $2 AND lapses_at <= $3")
             .bind(admit.tenant)
@@ -149,14 +158,16 @@ impl RunLedger for PostgresStore {
     }
 
     async fn release(&self, tenant: &str, run_id: &str, call_id: &str) -> StoreResult<()> {
+        // A release lost in a crash only leaves a lease to lapse on its own.
+        let mut tx = self.pool.begin_with(ASYNC_COMMIT).await.map_err(db_err)?;
         sqlx::query("DELETE FROM run_leases WHERE tenant = $1 AND run_id = $2 AND call_id = $3")
             .bind(tenant)
             .bind(run_id)
             .bind(call_id)
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await
             .map_err(db_err)?;
-        Ok(())
+        tx.commit().await.map_err(db_err)
     }
 }
 
