@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::contract::{RiskTier, ToolContract};
+use crate::contract::{Exposure, RiskTier, ToolContract};
 use crate::principal::Principal;
 
 /// One registered agent.
@@ -290,6 +290,14 @@ impl Versions {
 /// SHA-256 (hex) of a prompt template's UTF-8 text: the prompt version.
 pub fn prompt_hash(template: &str) -> String {
     hex::encode(Sha256::digest(template.as_bytes()))
+}
+
+impl Exposure for AgentRegistry {
+    /// A credential that belongs to no agent sees every tool its scopes allow; one bound to an
+    /// agent sees that agent's tools within its risk ceiling; one naming an unknown agent, none.
+    fn exposes(&self, principal: &Principal, tool: &ToolContract) -> bool {
+        self.credential_agent(principal).is_none_or(|a| a.as_ref().is_some_and(|a| a.allows(tool)))
+    }
 }
 
 #[cfg(test)]

@@ -273,3 +273,26 @@ impl CostCircuit {
         }))
     }
 }
+
+/// Which budget a debit draws on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BudgetKind {
+    /// Tool calls.
+    Calls,
+    /// Model tokens.
+    Tokens,
+    /// Cost in micro-units of the configured currency.
+    Cost,
+}
+
+impl BudgetKind {
+    /// Stable name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Calls => "calls",
+            Self::Tokens => "tokens",
+            Self::Cost => "cost",
+        }
+    }
+}

@@ -14,7 +14,6 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::agents::AgentRegistry;
 use crate::principal::Principal;
 use crate::verdict::Rejection;
 
@@ -202,23 +201,31 @@ impl Registry {
     /// Tools the principal's scopes allow, and for a credential that belongs to an agent, that
     /// agent's tools within its risk ceiling: the list to show a model. Exposure is a convenience,
     /// not the boundary; every call is still checked.
-    pub fn model_tools(&self, principal: &Principal, agents: &AgentRegistry) -> Vec<&Arc<ToolContract>> {
-        let agent = agents.credential_agent(principal);
-        self.tools
-            .values()
-            .filter(|t| principal.has_scope(&t.scope))
-            .filter(|t| agent.is_none_or(|a| a.as_ref().is_some_and(|a| a.allows(t))))
-            .collect()
+    pub fn model_tools(&self, principal: &Principal, agents: &impl Exposure) -> Vec<&Arc<ToolContract>> {
+        self.tools.values().filter(|t| principal.has_scope(&t.scope)).filter(|t| agents.exposes(principal, t)).collect()
     }
 
     /// [`Self::model_tools`] in MCP `tools/list` format.
-    pub fn mcp_tools(&self, principal: &Principal, agents: &AgentRegistry) -> Value {
+    pub fn mcp_tools(&self, principal: &Principal, agents: &impl Exposure) -> Value {
         Value::Array(self.model_tools(principal, agents).iter().map(|t| expose::mcp(t)).collect())
     }
 
     /// [`Self::model_tools`] in OpenAI function-calling format.
-    pub fn openai_tools(&self, principal: &Principal, agents: &AgentRegistry) -> Value {
+    pub fn openai_tools(&self, principal: &Principal, agents: &impl Exposure) -> Value {
         Value::Array(self.model_tools(principal, agents).iter().map(|t| expose::openai(t)).collect())
+    }
+}
+
+/// Which tools a credential may be shown beyond its scopes: the agent registry answers it
+/// (`bridle_core::agents::AgentRegistry`), so contracts need not know about agents.
+pub trait Exposure {
+    /// Whether `tool` is offered to `principal`'s agent.
+    fn exposes(&self, principal: &Principal, tool: &ToolContract) -> bool;
+}
+
+impl<T: Exposure + ?Sized> Exposure for Arc<T> {
+    fn exposes(&self, principal: &Principal, tool: &ToolContract) -> bool {
+        (**self).exposes(principal, tool)
     }
 }
 

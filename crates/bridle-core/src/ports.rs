@@ -182,28 +182,7 @@ pub trait JobStore: Send + Sync {
     async fn unsettled(&self) -> StoreResult<Vec<Job>>;
 }
 
-/// Which budget a debit draws on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BudgetKind {
-    /// Tool calls.
-    Calls,
-    /// Model tokens.
-    Tokens,
-    /// Cost in micro-units of the configured currency.
-    Cost,
-}
-
-impl BudgetKind {
-    /// Stable name.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Calls => "calls",
-            Self::Tokens => "tokens",
-            Self::Cost => "cost",
-        }
-    }
-}
+pub use crate::budget::BudgetKind;
 
 /// Whether a debit fit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

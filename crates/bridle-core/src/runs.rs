@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use time::OffsetDateTime;
 
+use crate::budget::BudgetKind;
 use crate::code::Code;
-use crate::ports::BudgetKind;
 use crate::verdict::Rejection;
 
 /// The limits one call's run is held to; `None`: unlimited.

@@ -12,7 +12,7 @@ use bridle_runtime::gate::{CallRequest, Gate};
 use bridle_runtime::store::Stores;
 use serde_json::{Value, json};
 
-use super::support::{bridle, bridle_env, postgres_url, text};
+use super::support::{PgSchema, bridle, bridle_env, text};
 
 async fn gate(db: &str) -> Gate {
     let config = Arc::new(bridle_runtime::bundled::checkout().unwrap());
@@ -261,12 +261,8 @@ async fn as_keeps_working_on_sqlite_and_its_events_say_so() {
 
 #[tokio::test]
 async fn a_token_approves_on_postgres_where_as_is_refused() {
-    let Some(base) = postgres_url() else { return };
-    let admin = sqlx::PgPool::connect(&base).await.expect("PostgreSQL must be reachable");
-    let schema = format!("bridle_approvals_{}", uuid::Uuid::new_v4().simple());
-    sqlx::query(&format!("CREATE SCHEMA {schema}")).execute(&admin).await.unwrap();
-    let sep = if base.contains('?') { '&' } else { '?' };
-    let db = format!("{base}{sep}options[search_path]={schema}");
+    let Some(schema) = PgSchema::fresh("approvals").await else { return };
+    let db = schema.url.clone();
     let dir = tempfile::tempdir().unwrap();
     let gate = gate(&db).await;
     let id = pending(&gate, 3).await;
@@ -279,5 +275,5 @@ async fn a_token_approves_on_postgres_where_as_is_refused() {
     assert_eq!(events.len(), 1, "the refused `--as` wrote nothing: {events:?}");
     assert_eq!(events[0]["auth"], "token");
     drop(gate);
-    sqlx::query(&format!("DROP SCHEMA {schema} CASCADE")).execute(&admin).await.unwrap();
+    schema.drop().await;
 }

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::support::{copy_example, postgres_url, text};
+use super::support::{PgSchema, copy_example, text};
 
 const SECRET: &str = "crash-test-secret-of-at-least-32-bytes!!";
 /// The change identity's credential; the fake adapter refuses any other.
@@ -485,14 +485,9 @@ async fn killed_servers_on_sqlite_lose_no_change_and_reconcile_every_unknown_one
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_servers_on_postgres_lose_no_change_and_reconcile_every_unknown_one() {
-    let Some(url) = postgres_url() else { return };
-    let schema = format!("bridle_crash_{}", uuid::Uuid::new_v4().simple());
-    let admin = sqlx::PgPool::connect(&url).await.expect("PostgreSQL must be reachable");
-    sqlx::query(&format!("CREATE SCHEMA {schema}")).execute(&admin).await.unwrap();
-    let sep = if url.contains('?') { '&' } else { '?' };
-    let db = format!("{url}{sep}options[search_path]={schema}");
-    crash_rounds(&db, PG_ROUNDS, 0x00B1_D1E5_EED0_0008).await;
-    sqlx::query(&format!("DROP SCHEMA {schema} CASCADE")).execute(&admin).await.unwrap();
+    let Some(schema) = PgSchema::fresh("crash").await else { return };
+    crash_rounds(&schema.url, PG_ROUNDS, 0x00B1_D1E5_EED0_0008).await;
+    schema.drop().await;
 }
 
 #[test]

@@ -30,7 +30,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
 
-use super::support::{bridle, copy_example, postgres_url, text};
+use super::support::{PgSchema, bridle, copy_example, text};
 
 const SECRET: &[u8] = b"redteam-secret-redteam-secret-redteam";
 const TENANT: &str = "tenant-a";
@@ -509,12 +509,8 @@ async fn every_bypass_is_refused_and_audited_on_sqlite() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_bypass_is_refused_and_audited_on_postgres() {
-    let Some(url) = postgres_url() else { return };
-    let schema = format!("bridle_redteam_{}", uuid::Uuid::new_v4().simple());
-    let admin = sqlx::PgPool::connect(&url).await.expect("PostgreSQL must be reachable");
-    sqlx::query(&format!("CREATE SCHEMA {schema}")).execute(&admin).await.unwrap();
-    let sep = if url.contains('?') { '&' } else { '?' };
-    let rig = Rig::new(Some(format!("{url}{sep}options[search_path]={schema}"))).await;
+    let Some(schema) = PgSchema::fresh("redteam").await else { return };
+    let rig = Rig::new(Some(schema.url.clone())).await;
     table(&rig, "postgres").await;
-    sqlx::query(&format!("DROP SCHEMA {schema} CASCADE")).execute(&admin).await.unwrap();
+    schema.drop().await;
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::support::{bridle, copy_example, postgres_url, text};
+use super::support::{PgSchema, bridle, copy_example, text};
 
 const SECRET: &str = "replica-race-secret-of-at-least-32-bytes!!";
 const ROUNDS: usize = 200;
@@ -89,13 +89,9 @@ async fn wait_healthy(client: &reqwest::Client, base: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_replicas_on_postgres_execute_an_approved_change_exactly_once_per_round() {
-    let Some(url) = postgres_url() else { return };
     // A schema of its own, so the run starts from an empty database and leaves nothing behind.
-    let schema = format!("bridle_replicas_{}", uuid::Uuid::new_v4().simple());
-    let admin = sqlx::PgPool::connect(&url).await.expect("PostgreSQL must be reachable");
-    sqlx::query(&format!("CREATE SCHEMA {schema}")).execute(&admin).await.unwrap();
-    let sep = if url.contains('?') { '&' } else { '?' };
-    let db = format!("{url}{sep}options[search_path]={schema}");
+    let Some(schema) = PgSchema::fresh("replicas").await else { return };
+    let db = schema.url.clone();
 
     let dir = tempfile::tempdir().unwrap();
     let toml = copy_example(dir.path());
@@ -170,5 +166,5 @@ async fn two_replicas_on_postgres_execute_an_approved_change_exactly_once_per_ro
     let verify = bridle(&["audit", "verify", "--db", &db], dir.path());
     assert!(verify.status.success(), "{}{}", text(&verify.stdout), text(&verify.stderr));
     pool.close().await;
-    sqlx::query(&format!("DROP SCHEMA {schema} CASCADE")).execute(&admin).await.unwrap();
+    schema.drop().await;
 }

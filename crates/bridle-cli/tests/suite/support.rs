@@ -73,3 +73,30 @@ pub fn postgres_url() -> Option<String> {
         }
     }
 }
+
+/// A PostgreSQL schema of a test's own: the tests start from an empty database and leave nothing
+/// behind (`drop`). `None` (after printing why) when the PostgreSQL tests do not run.
+pub struct PgSchema {
+    admin: sqlx::PgPool,
+    name: String,
+    /// The URL of the database with this schema first on the search path.
+    pub url: String,
+}
+
+impl PgSchema {
+    /// A fresh schema named `bridle_{prefix}_{uuid}`.
+    pub async fn fresh(prefix: &str) -> Option<PgSchema> {
+        let base = postgres_url()?;
+        let admin = sqlx::PgPool::connect(&base).await.expect("PostgreSQL must be reachable");
+        let name = format!("bridle_{prefix}_{}", uuid::Uuid::new_v4().simple());
+        sqlx::query(&format!("CREATE SCHEMA {name}")).execute(&admin).await.unwrap();
+        let sep = if base.contains('?') { '&' } else { '?' };
+        let url = format!("{base}{sep}options[search_path]={name}");
+        Some(PgSchema { admin, name, url })
+    }
+
+    /// Drops the schema and everything in it.
+    pub async fn drop(self) {
+        sqlx::query(&format!("DROP SCHEMA {} CASCADE", self.name)).execute(&self.admin).await.unwrap();
+    }
+}

@@ -1,15 +1,10 @@
-//! What a run reports while it runs: the stream of [`Event`]s, the final [`RunOutcome`], and
-//! the sink that carries events to the stream and to the hooks.
-
-use std::sync::Arc;
+//! What a run reports while it runs: the stream of [`Event`]s and the final [`RunOutcome`]
+//! (the sink that carries them is in `hooks`).
 
 use bridle_core::Rejection;
 use bridle_core::checkpoint::{InterruptRecord, ThreadStatus};
 use serde::Serialize;
 use serde_json::Value;
-use tokio::sync::mpsc::UnboundedSender;
-
-use super::hooks::Hooks;
 
 /// One thing that happened in a run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -135,37 +130,5 @@ impl RunOutcome {
             Some(error) => Err(error),
             None => Ok(self),
         }
-    }
-}
-
-/// Carries events to the stream (if anyone listens) and the hooks (if any are registered).
-#[derive(Clone, Default)]
-pub(crate) struct EventSink {
-    pub stream: Option<UnboundedSender<Event>>,
-    pub hooks: Option<Arc<Hooks>>,
-    pub thread_id: Arc<str>,
-}
-
-impl EventSink {
-    /// Delivers an event: hooks first (in priority order), then the stream.
-    pub fn send(&self, event: Event) {
-        if let Some(hooks) = &self.hooks {
-            for failure in hooks.dispatch(&self.thread_id, &event) {
-                self.forward(failure);
-            }
-        }
-        self.forward(event);
-    }
-
-    fn forward(&self, event: Event) {
-        if let Some(stream) = &self.stream {
-            // A dropped receiver means nobody listens any more; the run goes on.
-            let _ = stream.send(event);
-        }
-    }
-
-    /// Whether anything consumes events (so callers can skip building them).
-    pub fn is_active(&self) -> bool {
-        self.stream.is_some() || self.hooks.is_some()
     }
 }

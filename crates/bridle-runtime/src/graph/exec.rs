@@ -18,7 +18,8 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinHandle;
 
 use super::builder::{Compiled, Target};
-use super::event::{Event, EventSink, RunOutcome};
+use super::event::{Event, RunOutcome};
+use super::hooks::EventSink;
 use super::hooks::names;
 use super::node::{
     BEFORE, NodeContext, NodeError, NodeErrorKind, RetryPolicy, TaskCtx, interrupt_id, parse_interrupt_id,

@@ -6,10 +6,13 @@
 //! `verification_fail`, `drift_detected`, `tool_call_decided`, …). Handlers are synchronous
 //! and should be quick; one that needs I/O hands the work to a task of its own. A handler that
 //! fails or panics is logged and reported as a `hook_failed` event; the others still run and the
-//! run goes on. Nodes never see hooks: the runtime wraps every node.
+//! run goes on. Nodes never see hooks: the runtime wraps every node. [`EventSink`] carries each
+//! event to the hooks, then to the run's stream.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
+
+use tokio::sync::mpsc::UnboundedSender;
 
 use bridle_core::checkpoint::ThreadStatus;
 
@@ -135,4 +138,36 @@ fn hook_name(event: &Event) -> Option<&str> {
             return None;
         }
     })
+}
+
+/// Carries events to the stream (if anyone listens) and the hooks (if any are registered).
+#[derive(Clone, Default)]
+pub(crate) struct EventSink {
+    pub stream: Option<UnboundedSender<Event>>,
+    pub hooks: Option<Arc<Hooks>>,
+    pub thread_id: Arc<str>,
+}
+
+impl EventSink {
+    /// Delivers an event: hooks first (in priority order), then the stream.
+    pub fn send(&self, event: Event) {
+        if let Some(hooks) = &self.hooks {
+            for failure in hooks.dispatch(&self.thread_id, &event) {
+                self.forward(failure);
+            }
+        }
+        self.forward(event);
+    }
+
+    fn forward(&self, event: Event) {
+        if let Some(stream) = &self.stream {
+            // A dropped receiver means nobody listens any more; the run goes on.
+            let _ = stream.send(event);
+        }
+    }
+
+    /// Whether anything consumes events (so callers can skip building them).
+    pub fn is_active(&self) -> bool {
+        self.stream.is_some() || self.hooks.is_some()
+    }
 }

@@ -11,7 +11,8 @@ use async_trait::async_trait;
 use bridle_core::{Code, Rejection};
 use serde_json::Value;
 
-use super::event::{Event, EventSink};
+use super::event::Event;
+use super::hooks::EventSink;
 use super::state::{State, Update};
 use crate::cancel::CancelToken;
 

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::{Runner, Task, node_name, store_error};
 use crate::graph::builder::Compiled;
-use crate::graph::event::EventSink;
+use crate::graph::hooks::EventSink;
 use crate::graph::state::State;
 use crate::graph::{Durability, RunConfig};
 
