@@ -8,6 +8,7 @@
 pub mod memory;
 pub mod postgres;
 mod rows;
+mod sql;
 pub mod sqlite;
 
 use std::sync::Arc;
@@ -126,7 +127,7 @@ impl Stores {
     /// `records` as `[audit] evidence` asks them to be stored, for a state-change port method
     /// that appends them in its own transaction (the plain `audit` port applies the setting
     /// itself): under `metadata_only` every reason is dropped before it is hashed. Masking
-    /// needs nothing here: every store masks what it appends.
+    /// needs nothing here: every store seals what it appends (`crate::audit::seal`).
     #[must_use]
     pub fn evidence(&self, mut records: Vec<AuditRecord>) -> Vec<AuditRecord> {
         // Counted for the head keeper (a head is due after `[audit] head_every_events`).
@@ -134,9 +135,7 @@ impl Stores {
             keeper.note(records.len());
         }
         if self.metadata_only {
-            for r in &mut records {
-                r.reason = None;
-            }
+            crate::audit::drop_evidence(&mut records);
         }
         records
     }
@@ -150,7 +149,7 @@ impl Stores {
     }
 
     /// The same stores with `[audit]` applied to appends (`evidence = "metadata_only"` drops
-    /// every reason before it is stored). Masking needs nothing: every store masks evidence.
+    /// every reason before it is stored). Masking needs nothing: every store seals what it appends.
     #[must_use]
     pub fn with_audit_settings(mut self, settings: &bridle_core::config::AuditSettings) -> Self {
         self.audit = crate::audit::apply_settings(self.audit, settings);

@@ -1,12 +1,17 @@
 //! Audit minimization: evidence is masked before any store keeps it, dropped entirely under
 //! `[audit] evidence = "metadata_only"`, and pruned by retention once it is old.
 //!
-//! Masking is not optional: every store's `append` runs [`mask_record`], so a secret or PII in a
-//! reason (a rejected argument quoted back, an adapter's error text) is never written in clear,
-//! whichever path built the store. The mask uses the guard's masker (`bridle-core`'s
+//! Masking is not optional: every store turns records into events through [`seal`] (the SQL
+//! store's one `append_in`, the memory store's `Inner::append`), which runs [`mask_record`] on
+//! each, so a secret or PII in a reason (a rejected argument quoted back, an adapter's error text)
+//! is never written in clear, whichever path built the store or appended the records (a plain
+//! append or a state change's own). `metadata_only` is dropped by one function too,
+//! [`drop_evidence`], for plain appends ([`MetadataOnlyAuditLog`]) and for the records of state
+//! changes (`Stores::evidence`). The mask uses the guard's masker (`bridle-core`'s
 //! `guard/mask.rs`: built-in secret rules, e-mail, phone numbers, 주민등록번호), not the
 //! configured sensitive terms, which are about what reaches a model.
 
+use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
@@ -38,6 +43,38 @@ pub fn mask_record(record: &mut AuditRecord) -> StoreResult<()> {
     Ok(())
 }
 
+/// The head of each tenant's chain a batch is appended after: its last (seq, hash), `None`
+/// for an empty chain.
+pub(crate) type Heads = HashMap<String, Option<(u64, String)>>;
+
+/// Turns `records` into events: each masked ([`mask_record`]), then chained after its tenant's
+/// head in `heads` (which moves along). Every store appends through this, under its write lock
+/// and with every tenant of the batch in `heads`; it fails before chaining anything (a record
+/// that cannot be masked), so a failed append changes nothing.
+pub(crate) fn seal(records: Vec<AuditRecord>, heads: &mut Heads) -> StoreResult<Vec<AuditEvent>> {
+    let mut masked = Vec::with_capacity(records.len());
+    for mut record in records {
+        mask_record(&mut record)?;
+        masked.push(record);
+    }
+    let mut events = Vec::with_capacity(masked.len());
+    for record in masked {
+        let prev = heads.get(&record.tenant).and_then(Option::as_ref).map(|(seq, hash)| (*seq, hash.as_str()));
+        let event = AuditEvent::chain(record, prev);
+        heads.insert(event.record.tenant.clone(), Some((event.seq, event.hash.clone())));
+        events.push(event);
+    }
+    Ok(events)
+}
+
+/// `[audit] evidence = "metadata_only"`: drops every record's evidence (before it is hashed:
+/// such events carry no evidence digest).
+pub(crate) fn drop_evidence(records: &mut [AuditRecord]) {
+    for r in records {
+        r.reason = None;
+    }
+}
+
 /// An [`AuditLog`] that stores metadata only: every record's evidence is dropped before it is
 /// appended (and so before it is hashed: such events carry no evidence digest).
 pub struct MetadataOnlyAuditLog {
@@ -54,9 +91,7 @@ impl MetadataOnlyAuditLog {
 #[async_trait]
 impl AuditLog for MetadataOnlyAuditLog {
     async fn append(&self, mut records: Vec<AuditRecord>) -> StoreResult<Vec<AuditEvent>> {
-        for r in &mut records {
-            r.reason = None;
-        }
+        drop_evidence(&mut records);
         self.inner.append(records).await
     }
 

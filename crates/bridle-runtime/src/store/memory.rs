@@ -45,9 +45,10 @@ struct Inner {
 }
 
 impl Inner {
-    /// Masks and chains `records` after their tenants' heads. Fails before writing anything (a
-    /// record that cannot be masked, or the injected fault), so a caller that appends first and
-    /// changes its state after, under the same lock, changes both or neither.
+    /// Seals `records` after their tenants' heads (`crate::audit::seal`: masked, then chained).
+    /// Fails before writing anything (a record that cannot be masked, or the injected fault),
+    /// so a caller that appends first and changes its state after, under the same lock, changes
+    /// both or neither.
     ///
     /// INVARIANT: every state change of this store that carries audit records calls this under
     /// the store's one lock BEFORE it mutates, and mutates only when it succeeded.
@@ -55,19 +56,18 @@ impl Inner {
         if self.fail_audit && !records.is_empty() {
             return Err(StoreError::Unavailable("audit append failed (injected fault)".to_owned()));
         }
-        let mut masked = Vec::with_capacity(records.len());
-        for mut record in records {
-            crate::audit::mask_record(&mut record)?;
-            masked.push(record);
+        let mut heads = crate::audit::Heads::new();
+        for r in &records {
+            if !heads.contains_key(&r.tenant) {
+                let last = self.audit.get(&r.tenant).and_then(|chain| chain.last());
+                heads.insert(r.tenant.clone(), last.map(|e| (e.seq, e.hash.clone())));
+            }
         }
-        let mut out = Vec::with_capacity(masked.len());
-        for record in masked {
-            let chain = self.audit.entry(record.tenant.clone()).or_default();
-            let event = AuditEvent::chain(record, chain.last().map(|e| (e.seq, e.hash.as_str())));
-            chain.push(event.clone());
-            out.push(event);
+        let events = crate::audit::seal(records, &mut heads)?;
+        for event in &events {
+            self.audit.entry(event.record.tenant.clone()).or_default().push(event.clone());
         }
-        Ok(out)
+        Ok(events)
     }
 }
 

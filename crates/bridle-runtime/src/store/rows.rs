@@ -1,7 +1,7 @@
-//! Row decoding shared by the SQLite and PostgreSQL stores: both keep the same columns with the
+//! Row mapping shared by the SQLite and PostgreSQL stores: both keep the same columns with the
 //! same meaning (text, 64-bit integers, JSON as text, instants as unix nanoseconds), so one
-//! function per record reads a row through [`Columns`], and a stored value that does not decode
-//! is `Corrupt` on both.
+//! function per record reads a row through [`Columns`], one conversion per value type writes it,
+//! and a stored value that does not decode is `Corrupt` on both.
 
 use bridle_core::approval::{ApprovalRequest, ApprovalStatus, Grant};
 use bridle_core::audit::{AuditEvent, AuditRecord, Decision, EventKind, Timings};
@@ -10,17 +10,64 @@ use bridle_core::decision::DecisionRecord;
 use bridle_core::job::{Job, JobStatus};
 use bridle_core::plan::PlanHash;
 use bridle_core::ports::{StoreError, StoreResult};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use sqlx::Row;
 use sqlx::postgres::PgRow;
 use sqlx::sqlite::SqliteRow;
-use time::UtcOffset;
+use time::{OffsetDateTime, UtcOffset};
 
 use super::db_err;
-use super::sqlite::{from_json, from_nanos, parse_enum, to_u64};
+
+/// An instant as unix nanoseconds; instants outside 1677–2262 cannot be stored.
+pub(crate) fn to_nanos(what: &str, t: OffsetDateTime) -> StoreResult<i64> {
+    i64::try_from(t.unix_timestamp_nanos())
+        .map_err(|_| StoreError::Unavailable(format!("{what} `{t}` is outside the storable range")))
+}
+
+/// Unix nanoseconds back to an instant (UTC).
+pub(crate) fn from_nanos(what: &str, n: i64) -> StoreResult<OffsetDateTime> {
+    OffsetDateTime::from_unix_timestamp_nanos(i128::from(n))
+        .map_err(|e| StoreError::Corrupt(format!("{what} {n} is not a valid instant: {e}")))
+}
+
+/// A count for an integer column; values above `i64::MAX` are refused, never wrapped.
+pub(crate) fn to_i64(what: &str, v: u64) -> StoreResult<i64> {
+    i64::try_from(v).map_err(|_| StoreError::Unavailable(format!("{what} {v} exceeds the largest storable integer")))
+}
+
+/// An integer column back to a count.
+pub(crate) fn to_u64(what: &str, v: i64) -> StoreResult<u64> {
+    u64::try_from(v).map_err(|_| StoreError::Corrupt(format!("{what} is negative ({v})")))
+}
+
+/// JSON text of a value for a TEXT column.
+pub(crate) fn to_json<T: Serialize + ?Sized>(what: &str, value: &T) -> StoreResult<String> {
+    serde_json::to_string(value).map_err(|e| StoreError::Unavailable(format!("cannot encode {what}: {e}")))
+}
+
+/// A value from a JSON TEXT column.
+pub(crate) fn from_json<T: DeserializeOwned>(what: &str, text: &str) -> StoreResult<T> {
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
+}
+
+/// The stable name of a serde unit-variant enum (`"tool_call"`), for a TEXT column.
+pub(crate) fn enum_name<T: Serialize>(what: &str, value: T) -> StoreResult<String> {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => Ok(s),
+        _ => Err(StoreError::Unavailable(format!("{what} has no stable name"))),
+    }
+}
+
+/// A serde unit-variant enum back from its stable name.
+pub(crate) fn parse_enum<T: DeserializeOwned>(what: &str, name: &str) -> StoreResult<T> {
+    serde_json::from_value(serde_json::Value::String(name.to_owned()))
+        .map_err(|_| StoreError::Corrupt(format!("unknown {what} `{name}`")))
+}
 
 /// Typed access to a row's columns by name.
-pub(crate) trait Columns {
+pub trait Columns {
     /// A text column.
     fn text(&self, column: &str) -> StoreResult<String>;
     /// A nullable text column.
@@ -258,4 +305,26 @@ pub(crate) fn action(row: &impl Columns) -> StoreResult<bridle_core::history::Ac
         rating,
         job_id,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instants_round_trip_to_the_nanosecond() -> StoreResult<()> {
+        let t = time::macros::datetime!(2026-03-04 05:06:07.123456789 +02:00);
+        let back = from_nanos("t", to_nanos("t", t)?)?;
+        assert_eq!(back, t);
+        assert_eq!(back.offset(), time::UtcOffset::UTC);
+        assert!(to_nanos("t", time::macros::datetime!(2300-01-01 00:00 UTC)).is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn counts_never_wrap() {
+        assert_eq!(to_i64("n", 5).ok(), Some(5));
+        assert!(to_i64("n", u64::MAX).is_err());
+        assert!(to_u64("n", -1).is_err());
+    }
 }

@@ -1,45 +1,45 @@
-//! SQLite store: every port over one database file (WAL) or a throwaway in-memory database.
-//!
-//! Owns opening the database, the connection pools and the value conversions shared by the
-//! port implementations in `sqlite/`; it must not hold any rule of its own: semantics are those
-//! of [`super::MemoryStore`], which the contract suite checks both against.
+//! SQLite: opening the database, its connection pools, and the SQLite [`Dialect`] of the SQL
+//! store (`sql.rs`), which holds every port; nothing here is a rule of a port.
 //!
 //! Concurrency: every write goes through ONE writer connection (a pool of size 1) inside
 //! `BEGIN IMMEDIATE` transactions or single statements, so writers queue in the pool instead of
-//! meeting `SQLITE_BUSY` lock upgrades; reads use a separate pool of reader connections, which
-//! WAL lets run beside the writer. `sqlite::memory:` uses one connection for both, kept open
-//! for the life of the store (the database lives only as long as its connection).
+//! meeting `SQLITE_BUSY` lock upgrades, and a write transaction excludes every other writer (the
+//! dialect's [`Lock`]s need nothing more); reads use a separate pool of reader connections,
+//! which WAL lets run beside the writer. `sqlite::memory:` uses one connection for both, kept
+//! open for the life of the store (the database lives only as long as its connection).
 
-mod approvals;
-mod audit;
-pub(crate) mod auto_actions;
-mod budgets;
-mod decisions;
-mod feedback;
-mod governance;
-mod jobs;
 pub(crate) mod migrate;
-mod runs;
 
 use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
 
+use bridle_core::audit::AuditEvent;
 use bridle_core::ports::{StoreError, StoreResult};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{Sqlite, Transaction};
-use time::OffsetDateTime;
+use sqlx::pool::PoolConnection;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
+};
+use sqlx::{Sqlite, SqliteConnection, Transaction};
+
+use super::db_err;
+use super::sql::audit::{COLUMNS, Stored, WIDTH};
+use super::sql::{Dialect, Lock, SqlStore, sqlx_statements};
 
 /// How long a connection waits on a lock held by another process before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Reader connections for a database file.
 const READERS: u32 = 4;
+/// Rows per audit INSERT statement, largest first: a batch is cut into these sizes so only a
+/// few distinct statements are ever prepared (30 × 100 parameters stays far below SQLite's limit).
+const CHUNKS: [usize; 3] = [100, 10, 1];
 
 /// All ports over SQLite.
+pub type SqliteStore = SqlStore<SqliteDb>;
+
+/// The connections of an SQLite store.
 #[derive(Debug, Clone)]
-pub struct SqliteStore {
+pub struct SqliteDb {
     /// The only connection that writes.
     writer: SqlitePool,
     /// Connections that only read (the writer itself for `sqlite::memory:`).
@@ -56,7 +56,7 @@ impl SqliteStore {
             .map_err(|e| StoreError::Unavailable(format!("bad SQLite URL `{url}`: {e}")))?
             .busy_timeout(BUSY_TIMEOUT)
             .foreign_keys(true);
-        let store = if is_in_memory(url) {
+        let db = if is_in_memory(url) {
             // INVARIANT: one connection that never closes, or the database vanishes with it.
             let pool = SqlitePoolOptions::new()
                 .max_connections(1)
@@ -67,7 +67,7 @@ impl SqliteStore {
                 .connect_with(base)
                 .await
                 .map_err(|e| StoreError::Unavailable(format!("cannot open `{url}`: {e}")))?;
-            Self { writer: pool.clone(), reader: pool }
+            SqliteDb { writer: pool.clone(), reader: pool }
         } else {
             create_parent_dir(base.get_filename())?;
             let writer_options =
@@ -87,22 +87,128 @@ impl SqliteStore {
                 .max_connections(READERS)
                 .test_before_acquire(false)
                 .connect_lazy_with(reader_options);
-            Self { writer, reader }
+            SqliteDb { writer, reader }
         };
-        migrate::run(&store.writer).await?;
-        Ok(store)
+        migrate::run(&db.writer).await?;
+        Ok(Self::new(db))
     }
 
     /// Closes every connection; later calls fail with `Unavailable`.
     pub async fn close(&self) {
-        self.reader.close().await;
-        self.writer.close().await;
+        self.db().reader.close().await;
+        self.db().writer.close().await;
     }
+}
+
+impl Dialect for SqliteDb {
+    type Conn = SqliteConnection;
+    type Tx = Transaction<'static, Sqlite>;
+    type Pooled = PoolConnection<Sqlite>;
+    type Row = SqliteRow;
 
     /// A write transaction on the writer connection, holding the write lock from its start.
-    async fn write_tx(&self) -> StoreResult<Transaction<'static, Sqlite>> {
+    async fn begin(&self) -> StoreResult<Self::Tx> {
         self.writer.begin_with("BEGIN IMMEDIATE").await.map_err(db_err)
     }
+
+    /// As any write: durable as `synchronous` says.
+    async fn begin_admission(&self) -> StoreResult<Self::Tx> {
+        self.begin().await
+    }
+
+    async fn read(&self) -> StoreResult<Self::Pooled> {
+        self.reader.acquire().await.map_err(db_err)
+    }
+
+    async fn write(&self) -> StoreResult<Self::Pooled> {
+        self.writer.acquire().await.map_err(db_err)
+    }
+
+    async fn commit(tx: Self::Tx) -> StoreResult<()> {
+        tx.commit().await.map_err(db_err)
+    }
+
+    async fn rollback(tx: Self::Tx) -> StoreResult<()> {
+        tx.rollback().await.map_err(db_err)
+    }
+
+    sqlx_statements!(Sqlite, violates);
+
+    /// Nothing: `BEGIN IMMEDIATE` on the one writer already excludes every other writer.
+    async fn lock<'a>(_conn: &'a mut Self::Conn, _lock: Lock<'a>) -> StoreResult<()> {
+        Ok(())
+    }
+
+    /// Multi-row `INSERT … VALUES`, in chunks of [`CHUNKS`] rows.
+    async fn insert_events<'a>(conn: &'a mut Self::Conn, events: &'a [AuditEvent]) -> StoreResult<()> {
+        let stored = events.iter().map(Stored::new).collect::<StoreResult<Vec<_>>>()?;
+        let mut rest = stored.as_slice();
+        for size in CHUNKS {
+            while rest.len() >= size {
+                let (chunk, tail) = rest.split_at(size);
+                insert_chunk(conn, chunk).await?;
+                rest = tail;
+            }
+        }
+        Ok(())
+    }
+
+    const GRANTS: &'static str = "grants";
+    const JSONB: &'static str = "";
+    const APPEND_GRANT: &'static str = "json_insert(grants, '$[#]', json($1))";
+    const NOT_LAPSED: &'static str = "lapsed = 0";
+    const BYTE_ORDER: &'static str = "";
+}
+
+/// Whether a driver error is a unique violation (SQLite names no constraint: any of them).
+fn violates(e: &sqlx::Error, _unique: &str) -> bool {
+    matches!(e, sqlx::Error::Database(d) if d.is_unique_violation())
+}
+
+fn insert_sql(rows: usize) -> String {
+    let one = format!("({})", vec!["?"; WIDTH].join(", "));
+    format!("INSERT INTO audit_events ({COLUMNS}) VALUES {}", vec![one; rows].join(", "))
+}
+
+async fn insert_chunk(conn: &mut SqliteConnection, rows: &[Stored<'_>]) -> StoreResult<()> {
+    let sql = insert_sql(rows.len());
+    let mut q = sqlx::query(&sql);
+    for s in rows {
+        let (e, r) = (s.event, &s.event.record);
+        q = q
+            .bind(&r.tenant)
+            .bind(s.seq)
+            .bind(s.kind)
+            .bind(&r.call_id)
+            .bind(s.at)
+            .bind(s.at_offset)
+            .bind(&r.subject)
+            .bind(&r.run_id)
+            .bind(&r.incident)
+            .bind(&r.tool)
+            .bind(&r.policy_version)
+            .bind(&r.plan_hash)
+            .bind(&r.executor_identity)
+            .bind(&r.approval_id)
+            .bind(&r.approver)
+            .bind(&s.decision)
+            .bind(&r.code)
+            .bind(&r.reason)
+            .bind(s.total_us)
+            .bind(s.policy_us)
+            .bind(s.adapter_us)
+            .bind(&e.prev_hash)
+            .bind(&e.hash)
+            .bind(&e.evidence_digest)
+            .bind(&r.versions.agent_id)
+            .bind(&r.versions.model)
+            .bind(&r.versions.prompt_hash)
+            .bind(&r.versions.tool_schema_hash)
+            .bind(s.agent_source)
+            .bind(s.auth);
+    }
+    q.execute(conn).await.map_err(db_err)?;
+    Ok(())
 }
 
 /// Takes Bridle's `synchronous=normal|full` parameter off a SQLite URL (sqlx refuses parameters
@@ -153,59 +259,6 @@ pub(crate) fn create_parent_dir(file: &Path) -> StoreResult<()> {
     }
 }
 
-pub(crate) use super::db_err;
-
-/// Whether a driver error is a UNIQUE/PRIMARY KEY violation.
-fn is_unique_violation(e: &sqlx::Error) -> bool {
-    matches!(e, sqlx::Error::Database(d) if d.is_unique_violation())
-}
-
-/// An instant as unix nanoseconds; instants outside 1677–2262 cannot be stored.
-pub(crate) fn to_nanos(what: &str, t: OffsetDateTime) -> StoreResult<i64> {
-    i64::try_from(t.unix_timestamp_nanos())
-        .map_err(|_| StoreError::Unavailable(format!("{what} `{t}` is outside the storable range")))
-}
-
-/// Unix nanoseconds back to an instant (UTC).
-pub(crate) fn from_nanos(what: &str, n: i64) -> StoreResult<OffsetDateTime> {
-    OffsetDateTime::from_unix_timestamp_nanos(i128::from(n))
-        .map_err(|e| StoreError::Corrupt(format!("{what} {n} is not a valid instant: {e}")))
-}
-
-/// A count for an INTEGER column; values above `i64::MAX` are refused, never wrapped.
-pub(crate) fn to_i64(what: &str, v: u64) -> StoreResult<i64> {
-    i64::try_from(v).map_err(|_| StoreError::Unavailable(format!("{what} {v} exceeds the largest storable integer")))
-}
-
-/// An INTEGER column back to a count.
-pub(crate) fn to_u64(what: &str, v: i64) -> StoreResult<u64> {
-    u64::try_from(v).map_err(|_| StoreError::Corrupt(format!("{what} is negative ({v})")))
-}
-
-/// JSON text of a value for a TEXT column.
-pub(crate) fn to_json<T: Serialize + ?Sized>(what: &str, value: &T) -> StoreResult<String> {
-    serde_json::to_string(value).map_err(|e| StoreError::Unavailable(format!("cannot encode {what}: {e}")))
-}
-
-/// A value from a JSON TEXT column.
-pub(crate) fn from_json<T: DeserializeOwned>(what: &str, text: &str) -> StoreResult<T> {
-    serde_json::from_str(text).map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
-}
-
-/// The stable name of a serde unit-variant enum (`"tool_call"`), for a TEXT column.
-pub(crate) fn enum_name<T: Serialize>(what: &str, value: T) -> StoreResult<String> {
-    match serde_json::to_value(value) {
-        Ok(serde_json::Value::String(s)) => Ok(s),
-        _ => Err(StoreError::Unavailable(format!("{what} has no stable name"))),
-    }
-}
-
-/// A serde unit-variant enum back from its stable name.
-pub(crate) fn parse_enum<T: DeserializeOwned>(what: &str, name: &str) -> StoreResult<T> {
-    serde_json::from_value(serde_json::Value::String(name.to_owned()))
-        .map_err(|_| StoreError::Corrupt(format!("unknown {what} `{name}`")))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,19 +273,8 @@ mod tests {
     }
 
     #[test]
-    fn instants_round_trip_to_the_nanosecond() -> StoreResult<()> {
-        let t = time::macros::datetime!(2026-03-04 05:06:07.123456789 +02:00);
-        let back = from_nanos("t", to_nanos("t", t)?)?;
-        assert_eq!(back, t);
-        assert_eq!(back.offset(), time::UtcOffset::UTC);
-        assert!(to_nanos("t", time::macros::datetime!(2300-01-01 00:00 UTC)).is_err());
-        Ok(())
-    }
-
-    #[test]
-    fn counts_never_wrap() {
-        assert_eq!(to_i64("n", 5).ok(), Some(5));
-        assert!(to_i64("n", u64::MAX).is_err());
-        assert!(to_u64("n", -1).is_err());
+    fn insert_statement_has_one_placeholder_per_column() {
+        let sql = insert_sql(3);
+        assert_eq!(sql.matches('?').count(), 3 * WIDTH);
     }
 }

@@ -1,4 +1,4 @@
-//! The kill switch and the action history over SQLite.
+//! The kill switch and the action history.
 //!
 //! Kill switches are one row per exact scope (`''` = every tenant / agent): setting is an upsert,
 //! lifting a delete, and the gate's per-call check one indexed read of the covering rows, so a
@@ -12,63 +12,54 @@ use bridle_core::ports::{ActionHistory, Audit, KillSwitches, StoreResult};
 use time::OffsetDateTime;
 
 use super::audit::append_in;
-use super::{SqliteStore, db_err, to_nanos};
-use crate::store::rows::{ACTION_COLUMNS, action, kill_switch, scope_columns};
+use super::{Dialect, SqlStore, args};
+use crate::store::rows::{ACTION_COLUMNS, action, kill_switch, scope_columns, to_nanos};
 
 const KILL_COLUMNS: &str = "scope_tenant, scope_agent, reason, set_by, set_at";
 
 #[async_trait]
-impl KillSwitches for SqliteStore {
+impl<D: Dialect> KillSwitches for SqlStore<D> {
     async fn set_kill(&self, switch: &KillSwitch, audit: Audit) -> StoreResult<bool> {
         let (tenant, agent) = scope_columns(&switch.scope);
         let at = to_nanos("kill switch set_at", switch.set_at)?;
-        let mut tx = self.write_tx().await?;
+        let mut tx = self.db().begin().await?;
         // Whether it was on before: read first (a concurrent set of the same scope may both
         // report `true`; the switch is on either way).
-        let existed: Option<String> =
-            sqlx::query_scalar("SELECT reason FROM kill_switches WHERE scope_tenant = ? AND scope_agent = ?")
-                .bind(tenant)
-                .bind(agent)
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(db_err)?;
-        sqlx::query(
+        let sql = "SELECT reason FROM kill_switches WHERE scope_tenant = $1 AND scope_agent = $2";
+        let existed = D::fetch_optional(&mut tx, sql, args![tenant, agent]).await?;
+        D::execute(
+            &mut tx,
             "INSERT INTO kill_switches (scope_tenant, scope_agent, reason, set_by, set_at)
-             VALUES (?, ?, ?, ?, ?)
+             VALUES ($1, $2, $3, $4, $5)
              ON CONFLICT (scope_tenant, scope_agent)
-             DO UPDATE SET reason = excluded.reason, set_by = excluded.set_by, set_at = excluded.set_at",
+             DO UPDATE SET reason = EXCLUDED.reason, set_by = EXCLUDED.set_by, set_at = EXCLUDED.set_at",
+            args![tenant, agent, &switch.reason, &switch.set_by, at],
         )
-        .bind(tenant)
-        .bind(agent)
-        .bind(&switch.reason)
-        .bind(&switch.set_by)
-        .bind(at)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        // INVARIANT: a switch is set with its audit records, or not at all.
-        append_in(&mut tx, audit).await?;
-        tx.commit().await.map_err(db_err)?;
+        .await?;
+        // INVARIANT: a switch is set with its audit records (audit locks last), or not at all.
+        append_in::<D>(&mut tx, audit).await?;
+        D::commit(tx).await?;
         Ok(existed.is_none())
     }
 
     async fn lift_kill(&self, scope: &KillScope, audit: Audit) -> StoreResult<Option<KillSwitch>> {
         let (tenant, agent) = scope_columns(scope);
         let sql =
-            format!("DELETE FROM kill_switches WHERE scope_tenant = ? AND scope_agent = ? RETURNING {KILL_COLUMNS}");
-        let mut tx = self.write_tx().await?;
-        let row = sqlx::query(&sql).bind(tenant).bind(agent).fetch_optional(&mut *tx).await.map_err(db_err)?;
+            format!("DELETE FROM kill_switches WHERE scope_tenant = $1 AND scope_agent = $2 RETURNING {KILL_COLUMNS}");
+        let mut tx = self.db().begin().await?;
+        let row = D::fetch_optional(&mut tx, &sql, args![tenant, agent]).await?;
         let lifted = row.as_ref().map(kill_switch).transpose()?;
         if lifted.is_some() {
-            append_in(&mut tx, audit).await?;
+            append_in::<D>(&mut tx, audit).await?;
         }
-        tx.commit().await.map_err(db_err)?;
+        D::commit(tx).await?;
         Ok(lifted)
     }
 
     async fn active_kills(&self) -> StoreResult<Vec<KillSwitch>> {
         let sql = format!("SELECT {KILL_COLUMNS} FROM kill_switches ORDER BY set_at, scope_tenant, scope_agent");
-        let rows = sqlx::query(&sql).fetch_all(&self.reader).await.map_err(db_err)?;
+        let mut conn = self.db().read().await?;
+        let rows = D::fetch_all(&mut conn, &sql, &[]).await?;
         rows.iter().map(kill_switch).collect()
     }
 
@@ -76,37 +67,35 @@ impl KillSwitches for SqliteStore {
         // A call on no agent's behalf is covered only by switches for every agent ('').
         let sql = format!(
             "SELECT {KILL_COLUMNS} FROM kill_switches
-             WHERE scope_tenant IN ('', ?) AND scope_agent IN ('', ?)
+             WHERE scope_tenant IN ('', $1) AND scope_agent IN ('', $2)
              ORDER BY set_at, scope_tenant, scope_agent LIMIT 1"
         );
-        let row = sqlx::query(&sql)
-            .bind(tenant)
-            .bind(agent.unwrap_or(""))
-            .fetch_optional(&self.reader)
-            .await
-            .map_err(db_err)?;
+        let mut conn = self.db().read().await?;
+        let row = D::fetch_optional(&mut conn, &sql, args![tenant, agent.unwrap_or("")]).await?;
         row.as_ref().map(kill_switch).transpose()
     }
 }
 
 #[async_trait]
-impl ActionHistory for SqliteStore {
+impl<D: Dialect> ActionHistory for SqlStore<D> {
     async fn record_action(&self, a: &ActionRecord) -> StoreResult<()> {
-        sqlx::query(
+        let mut conn = self.db().write().await?;
+        D::execute(
+            &mut conn,
             "INSERT INTO action_history (tenant, job_id, tool, diagnosis, equipment_class, equipment, executed_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)
              ON CONFLICT (tenant, job_id) DO NOTHING",
+            args![
+                &a.tenant,
+                &a.job_id,
+                &a.tool,
+                &a.diagnosis,
+                &a.equipment_class,
+                &a.equipment,
+                to_nanos("action executed_at", a.executed_at)?,
+            ],
         )
-        .bind(&a.tenant)
-        .bind(&a.job_id)
-        .bind(&a.tool)
-        .bind(&a.diagnosis)
-        .bind(&a.equipment_class)
-        .bind(&a.equipment)
-        .bind(to_nanos("action executed_at", a.executed_at)?)
-        .execute(&self.writer)
-        .await
-        .map_err(db_err)?;
+        .await?;
         Ok(())
     }
 
@@ -117,29 +106,21 @@ impl ActionHistory for SqliteStore {
         r: &Rating,
         audit: &(dyn for<'a> Fn(&'a ActionRecord) -> Audit + Send + Sync),
     ) -> StoreResult<Option<ActionRecord>> {
-        let mut tx = self.write_tx().await?;
         let sql = format!(
-            "UPDATE action_history SET outcome = ?, outcome_source = ?, rated_by = ?, note = ?,
-                 rated_at = ?
-             WHERE tenant = ? AND job_id = ? RETURNING {ACTION_COLUMNS}"
+            "UPDATE action_history SET outcome = $1, outcome_source = $2, rated_by = $3, note = $4,
+                 rated_at = $5
+             WHERE tenant = $6 AND job_id = $7 RETURNING {ACTION_COLUMNS}"
         );
-        let row = sqlx::query(&sql)
-            .bind(r.outcome.as_str())
-            .bind(r.source.as_str())
-            .bind(&r.rated_by)
-            .bind(&r.note)
-            .bind(to_nanos("action rated_at", r.rated_at)?)
-            .bind(tenant)
-            .bind(job_id)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db_err)?;
+        let rated_at = to_nanos("action rated_at", r.rated_at)?;
+        let mut tx = self.db().begin().await?;
+        let args = args![r.outcome.as_str(), r.source.as_str(), &r.rated_by, &r.note, rated_at, tenant, job_id];
+        let row = D::fetch_optional(&mut tx, &sql, args).await?;
         let rated = row.as_ref().map(action).transpose()?;
         if let Some(a) = &rated {
             // INVARIANT: the rating commits with its `action_outcome` event, or not at all.
-            append_in(&mut tx, audit(a)).await?;
+            append_in::<D>(&mut tx, audit(a)).await?;
         }
-        tx.commit().await.map_err(db_err)?;
+        D::commit(tx).await?;
         Ok(rated)
     }
 
@@ -153,21 +134,14 @@ impl ActionHistory for SqliteStore {
     ) -> StoreResult<Vec<ActionRecord>> {
         let sql = format!(
             "SELECT {ACTION_COLUMNS} FROM action_history
-             WHERE tenant = ? AND tool = ? AND diagnosis = ? AND equipment_class = ?
-                 AND executed_at >= ?
+             WHERE tenant = $1 AND tool = $2 AND diagnosis = $3 AND equipment_class = $4
+                 AND executed_at >= $5
              ORDER BY executed_at DESC, job_id LIMIT 1000"
         );
         // Before the storable range means "everything".
         let since = to_nanos("history since", since).unwrap_or(i64::MIN);
-        let rows = sqlx::query(&sql)
-            .bind(tenant)
-            .bind(tool)
-            .bind(diagnosis)
-            .bind(equipment_class)
-            .bind(since)
-            .fetch_all(&self.reader)
-            .await
-            .map_err(db_err)?;
+        let mut conn = self.db().read().await?;
+        let rows = D::fetch_all(&mut conn, &sql, args![tenant, tool, diagnosis, equipment_class, since]).await?;
         rows.iter().map(action).collect()
     }
 }

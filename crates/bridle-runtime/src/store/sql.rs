@@ -1,0 +1,275 @@
+//! The SQL store: every port written once over a [`Dialect`], for SQLite (`sqlite.rs`) and
+//! PostgreSQL (`postgres.rs`).
+//!
+//! The port implementations in `sql/` hold each method's logic and query text once: the same
+//! tables and columns on both databases (text, 64-bit integers, JSON as text, instants as unix
+//! nanoseconds, rows read through [`super::rows`]), `$n` placeholders (which SQLite reads as
+//! "the n-th argument" too), `CAST(… AS …)` rather than `::`, upserts whose `ON CONFLICT`
+//! clauses name the table. What differs lives in the two [`Dialect`] implementations, side by
+//! side: how a write transaction begins (SQLite's `BEGIN IMMEDIATE` on its one writer connection,
+//! a pooled `BEGIN` on PostgreSQL, asynchronous commit for run admissions there), the locks a
+//! transaction takes beside its rows (PostgreSQL's advisory locks; SQLite's write lock already
+//! serializes), the batch insert of audit events, how a unique violation is recognised, and a
+//! few SQL fragments (JSONB, booleans, byte-order sorting).
+//!
+//! It must not hold any rule of a port: semantics are those of [`super::MemoryStore`], which the
+//! contract suite checks every backend against.
+
+mod approvals;
+pub(crate) mod audit;
+mod auto_actions;
+mod budgets;
+mod decisions;
+mod feedback;
+mod governance;
+mod jobs;
+mod runs;
+
+use std::future::Future;
+use std::ops::DerefMut;
+
+use bridle_core::audit::AuditEvent;
+use bridle_core::ports::StoreResult;
+use sqlx::query::Query;
+use sqlx::{Database, Encode, Type};
+
+use super::rows::Columns;
+
+/// Every store port over one SQL database in the dialect `D`; cheap to clone when `D` is (its
+/// connection pools are shared).
+#[derive(Debug, Clone)]
+pub struct SqlStore<D> {
+    db: D,
+}
+
+impl<D> SqlStore<D> {
+    /// The store over `db`, whose schema is up to date.
+    pub(crate) fn new(db: D) -> Self {
+        Self { db }
+    }
+
+    /// The dialect's connections.
+    pub(crate) fn db(&self) -> &D {
+        &self.db
+    }
+}
+
+/// A lock a transaction takes beside the rows it changes, held until it ends.
+#[derive(Debug, Clone, Copy)]
+pub enum Lock<'a> {
+    /// A tenant's audit chain, taken before reading its head (and, on PostgreSQL, last: after
+    /// every row the transaction changes).
+    Chain(&'a str),
+    /// A resource's window of automatic changes, taken before counting it.
+    AutoWindow {
+        /// The tenant.
+        tenant: &'a str,
+        /// The resource.
+        resource: &'a str,
+    },
+}
+
+/// A bound argument: the only value types the stores bind.
+#[derive(Debug, Clone, Copy)]
+pub enum Arg<'a> {
+    /// Text (TEXT).
+    Text(&'a str),
+    /// Nullable text.
+    OptText(Option<&'a str>),
+    /// A 64-bit integer (INTEGER / BIGINT).
+    Int(i64),
+    /// A nullable 64-bit integer.
+    OptInt(Option<i64>),
+    /// A boolean (0/1 on SQLite).
+    Bool(bool),
+}
+
+impl<'a> From<&'a str> for Arg<'a> {
+    fn from(v: &'a str) -> Self {
+        Self::Text(v)
+    }
+}
+
+impl<'a> From<&'a String> for Arg<'a> {
+    fn from(v: &'a String) -> Self {
+        Self::Text(v)
+    }
+}
+
+impl<'a> From<&'a Option<String>> for Arg<'a> {
+    fn from(v: &'a Option<String>) -> Self {
+        Self::OptText(v.as_deref())
+    }
+}
+
+impl<'a> From<Option<&'a str>> for Arg<'a> {
+    fn from(v: Option<&'a str>) -> Self {
+        Self::OptText(v)
+    }
+}
+
+impl From<i64> for Arg<'_> {
+    fn from(v: i64) -> Self {
+        Self::Int(v)
+    }
+}
+
+impl From<Option<i64>> for Arg<'_> {
+    fn from(v: Option<i64>) -> Self {
+        Self::OptInt(v)
+    }
+}
+
+impl From<bool> for Arg<'_> {
+    fn from(v: bool) -> Self {
+        Self::Bool(v)
+    }
+}
+
+/// `&[Arg]` from values in placeholder order (`$1`, `$2`, …).
+macro_rules! args {
+    ($($v:expr),* $(,)?) => { &[$($crate::store::sql::Arg::from($v)),*] };
+}
+pub(crate) use args;
+
+/// What one SQL database does its own way; the ports in `sql/` are written against it.
+///
+/// Statements run on a [`Self::Conn`]: inside a transaction ([`Self::Tx`], begun for writing
+/// with [`Self::begin`]) or on a pooled connection ([`Self::read`] for reads, [`Self::write`]
+/// for a single write statement).
+pub trait Dialect: Send + Sync + 'static {
+    /// A connection statements run on.
+    type Conn: Send;
+    /// A write transaction; dropped without [`Self::commit`], it rolls back.
+    type Tx: DerefMut<Target = Self::Conn> + Send;
+    /// A connection borrowed from a pool.
+    type Pooled: DerefMut<Target = Self::Conn> + Send;
+    /// A result row.
+    type Row: Columns + Send;
+
+    /// A write transaction.
+    fn begin(&self) -> impl Future<Output = StoreResult<Self::Tx>> + Send;
+    /// The write transaction of a run admission (see each dialect for its durability).
+    fn begin_admission(&self) -> impl Future<Output = StoreResult<Self::Tx>> + Send;
+    /// A connection for reads.
+    fn read(&self) -> impl Future<Output = StoreResult<Self::Pooled>> + Send;
+    /// A connection for writes outside a transaction (one statement, or a read of what it
+    /// just wrote).
+    fn write(&self) -> impl Future<Output = StoreResult<Self::Pooled>> + Send;
+    /// Commits a transaction.
+    fn commit(tx: Self::Tx) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Rolls a transaction back.
+    fn rollback(tx: Self::Tx) -> impl Future<Output = StoreResult<()>> + Send;
+
+    /// Runs a statement; the rows it changed.
+    fn execute<'a>(
+        conn: &'a mut Self::Conn,
+        sql: &'a str,
+        args: &'a [Arg<'a>],
+    ) -> impl Future<Output = StoreResult<u64>> + Send + 'a;
+    /// Runs an INSERT: the rows it inserted, or `None` (nothing inserted) if a row breaks the
+    /// unique constraint or index `unique` (SQLite names no constraint: there, any unique
+    /// violation).
+    fn insert<'a>(
+        conn: &'a mut Self::Conn,
+        sql: &'a str,
+        args: &'a [Arg<'a>],
+        unique: &'a str,
+    ) -> impl Future<Output = StoreResult<Option<u64>>> + Send + 'a;
+    /// The first row of a query, if any.
+    fn fetch_optional<'a>(
+        conn: &'a mut Self::Conn,
+        sql: &'a str,
+        args: &'a [Arg<'a>],
+    ) -> impl Future<Output = StoreResult<Option<Self::Row>>> + Send + 'a;
+    /// Every row of a query.
+    fn fetch_all<'a>(
+        conn: &'a mut Self::Conn,
+        sql: &'a str,
+        args: &'a [Arg<'a>],
+    ) -> impl Future<Output = StoreResult<Vec<Self::Row>>> + Send + 'a;
+
+    /// Takes `lock` until the transaction on `conn` ends (nothing where the write transaction
+    /// already excludes every other writer).
+    fn lock<'a>(conn: &'a mut Self::Conn, lock: Lock<'a>) -> impl Future<Output = StoreResult<()>> + Send + 'a;
+    /// Inserts chained audit events into `audit_events` (columns as [`audit::COLUMNS`]).
+    fn insert_events<'a>(
+        conn: &'a mut Self::Conn,
+        events: &'a [AuditEvent],
+    ) -> impl Future<Output = StoreResult<()>> + Send + 'a;
+
+    /// The approvals' `grants` column as JSON text, in a SELECT list.
+    const GRANTS: &'static str;
+    /// The placeholder `$n` of a JSON text argument stored into a JSONB column (its suffix).
+    const JSONB: &'static str;
+    /// Appends the grant bound as `$1` (JSON text) to `grants`, in an UPDATE's SET.
+    const APPEND_GRANT: &'static str;
+    /// An approval request that holds its plan's one pending slot, as in the
+    /// `approvals_one_pending` index (so the index is used).
+    const NOT_LAPSED: &'static str;
+    /// Sorts text by bytes (as the memory store's maps), after a text column in ORDER BY.
+    const BYTE_ORDER: &'static str;
+}
+
+/// `sql` with `args` bound, for a dialect's statements.
+pub(crate) fn query<'a, DB: Database>(sql: &'a str, args: &'a [Arg<'a>]) -> Query<'a, DB, DB::Arguments<'a>>
+where
+    &'a str: Encode<'a, DB> + Type<DB>,
+    Option<&'a str>: Encode<'a, DB> + Type<DB>,
+    i64: Encode<'a, DB> + Type<DB>,
+    Option<i64>: Encode<'a, DB> + Type<DB>,
+    bool: Encode<'a, DB> + Type<DB>,
+{
+    args.iter().fold(sqlx::query(sql), |q, arg| match *arg {
+        Arg::Text(v) => q.bind(v),
+        Arg::OptText(v) => q.bind(v),
+        Arg::Int(v) => q.bind(v),
+        Arg::OptInt(v) => q.bind(v),
+        Arg::Bool(v) => q.bind(v),
+    })
+}
+
+/// Implements the statement methods of [`Dialect`] for an sqlx driver (they differ only in the
+/// driver's types, and in `$violates`, which tells a violation of the named unique constraint).
+macro_rules! sqlx_statements {
+    ($db:ty, $violates:expr) => {
+        async fn execute<'a>(
+            conn: &'a mut Self::Conn,
+            sql: &'a str,
+            args: &'a [$crate::store::sql::Arg<'a>],
+        ) -> bridle_core::ports::StoreResult<u64> {
+            let done = $crate::store::sql::query::<$db>(sql, args).execute(conn).await;
+            done.map(|d| d.rows_affected()).map_err($crate::store::db_err)
+        }
+
+        async fn insert<'a>(
+            conn: &'a mut Self::Conn,
+            sql: &'a str,
+            args: &'a [$crate::store::sql::Arg<'a>],
+            unique: &'a str,
+        ) -> bridle_core::ports::StoreResult<Option<u64>> {
+            match $crate::store::sql::query::<$db>(sql, args).execute(conn).await {
+                Ok(done) => Ok(Some(done.rows_affected())),
+                Err(e) if $violates(&e, unique) => Ok(None),
+                Err(e) => Err($crate::store::db_err(e)),
+            }
+        }
+
+        async fn fetch_optional<'a>(
+            conn: &'a mut Self::Conn,
+            sql: &'a str,
+            args: &'a [$crate::store::sql::Arg<'a>],
+        ) -> bridle_core::ports::StoreResult<Option<Self::Row>> {
+            $crate::store::sql::query::<$db>(sql, args).fetch_optional(conn).await.map_err($crate::store::db_err)
+        }
+
+        async fn fetch_all<'a>(
+            conn: &'a mut Self::Conn,
+            sql: &'a str,
+            args: &'a [$crate::store::sql::Arg<'a>],
+        ) -> bridle_core::ports::StoreResult<Vec<Self::Row>> {
+            $crate::store::sql::query::<$db>(sql, args).fetch_all(conn).await.map_err($crate::store::db_err)
+        }
+    };
+}
+pub(crate) use sqlx_statements;

@@ -1,0 +1,179 @@
+//! Runs and taint (migrations `sqlite/0009_runs.sql`, `postgres/0008_runs.sql`).
+//!
+//! An admission is one conditional upsert in the dialect's admission transaction
+//! ([`Dialect::begin_admission`]; on PostgreSQL committed without waiting for the disk): it
+//! opens the run bound to the caller's subject, or counts the call if the run is the caller's,
+//! its deadline is ahead and it has calls left (`RETURNING` says which). A concurrent admission
+//! (on PostgreSQL, on another replica) waits for the run's row and the WHERE clause is checked
+//! against the committed row, so the calls admitted never pass the limit. Only a refusal pays a
+//! second statement, to read the run and say why. Under a concurrency limit the upsert and the
+//! lease run in the same transaction: the upsert's row lock serializes the run's lease count,
+//! and a refused lease counts nothing. Run taint keeps its first reason (`ON CONFLICT DO
+//! NOTHING`); actor taint its latest.
+
+use async_trait::async_trait;
+use bridle_core::ports::{RunFlags, RunLedger, StoreError, StoreResult, Taint, TaintMark, TaintVia};
+use bridle_core::runs::{self, RunAdmit, RunRecord, RunRefusal};
+use time::OffsetDateTime;
+
+use super::{Dialect, SqlStore, args};
+use crate::store::rows::{Columns, to_nanos};
+
+/// Columns of a run, in select order.
+const RUN_COLUMNS: &str = "tenant, run_id, subject, agent, opened_at, last_call_at, calls, state";
+
+/// Bound values of one admission.
+struct Admission<'a> {
+    admit: &'a RunAdmit<'a>,
+    now: i64,
+    calls_limit: Option<i64>,
+    /// The run must have opened after this instant for its deadline to be ahead.
+    opened_after: Option<i64>,
+}
+
+impl<'a> Admission<'a> {
+    fn new(admit: &'a RunAdmit<'a>) -> StoreResult<Self> {
+        let now = to_nanos("run call", admit.now)?;
+        let opened_after = admit.limits.deadline.map(|d| {
+            let nanos = i64::try_from(d.as_nanos()).unwrap_or(i64::MAX);
+            now.saturating_sub(nanos)
+        });
+        let calls_limit = admit.limits.calls.map(|c| i64::try_from(c).unwrap_or(i64::MAX));
+        Ok(Self { admit, now, calls_limit, opened_after })
+    }
+
+    /// Opens the run or counts the call; `None` when the run refuses it.
+    async fn upsert<D: Dialect>(&self, conn: &mut D::Conn) -> StoreResult<Option<RunRecord>> {
+        let sql = format!(
+            "INSERT INTO runs ({RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $5, 1, 'open')
+             ON CONFLICT (tenant, run_id) DO UPDATE SET calls = runs.calls + 1,
+                 last_call_at = EXCLUDED.last_call_at, state = 'open'
+             WHERE runs.subject = EXCLUDED.subject AND (CAST($6 AS BIGINT) IS NULL OR runs.calls < $6)
+                 AND (CAST($7 AS BIGINT) IS NULL OR runs.opened_at > $7)
+             RETURNING {RUN_COLUMNS}"
+        );
+        let a = self.admit;
+        let args = args![a.tenant, a.run_id, a.subject, a.agent, self.now, self.calls_limit, self.opened_after];
+        let row = D::fetch_optional(conn, &sql, args).await?;
+        row.as_ref().map(crate::store::rows::run).transpose()
+    }
+
+    /// Why the run refused the call (read in the admission's transaction, which saw the
+    /// refusal); records the state the refusal leaves it in.
+    async fn refusal<D: Dialect>(&self, conn: &mut D::Conn) -> StoreResult<RunRefusal> {
+        let a = self.admit;
+        let record = read::<D>(conn, a.tenant, a.run_id)
+            .await?
+            .ok_or_else(|| StoreError::Contention(format!("run `{}` vanished during its admission", a.run_id)))?;
+        let refusal = runs::judge(&record, a.subject, &a.limits, a.now)
+            .err()
+            .ok_or_else(|| StoreError::Contention(format!("run `{}` refused a call its record admits", a.run_id)))?;
+        if let Some(state) = refusal.state() {
+            let sql = "UPDATE runs SET state = $1 WHERE tenant = $2 AND run_id = $3";
+            D::execute(conn, sql, args![state.as_str(), a.tenant, a.run_id]).await?;
+        }
+        Ok(refusal)
+    }
+}
+
+async fn read<D: Dialect>(conn: &mut D::Conn, tenant: &str, run_id: &str) -> StoreResult<Option<RunRecord>> {
+    let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE tenant = $1 AND run_id = $2");
+    let row = D::fetch_optional(conn, &sql, args![tenant, run_id]).await?;
+    row.as_ref().map(crate::store::rows::run).transpose()
+}
+
+#[async_trait]
+impl<D: Dialect> RunLedger for SqlStore<D> {
+    async fn admit(&self, admit: &RunAdmit<'_>) -> StoreResult<Result<RunRecord, RunRefusal>> {
+        let a = Admission::new(admit)?;
+        let mut tx = self.db().begin_admission().await?;
+        let Some(record) = a.upsert::<D>(&mut tx).await? else {
+            let refusal = a.refusal::<D>(&mut tx).await?;
+            D::commit(tx).await?;
+            return Ok(Err(refusal));
+        };
+        let (Some(limit), Some(lease)) = (admit.limits.concurrency, admit.lease) else {
+            D::commit(tx).await?;
+            return Ok(Ok(record));
+        };
+        let sql = "DELETE FROM run_leases WHERE tenant = $1 AND run_id = $2 AND lapses_at <= $3";
+        D::execute(&mut tx, sql, args![admit.tenant, admit.run_id, a.now]).await?;
+        let sql = "SELECT COUNT(*) AS n FROM run_leases WHERE tenant = $1 AND run_id = $2";
+        let in_flight = D::fetch_optional(&mut tx, sql, args![admit.tenant, admit.run_id]).await?;
+        let in_flight = in_flight.map_or(Ok(0), |r| r.int("n"))?;
+        let in_flight = u64::try_from(in_flight).unwrap_or(0);
+        if in_flight >= u64::from(limit) {
+            // Rolled back: the call was not counted.
+            D::rollback(tx).await?;
+            return Ok(Err(RunRefusal::Busy { in_flight, limit }));
+        }
+        let sql = "INSERT INTO run_leases (tenant, run_id, call_id, lapses_at) VALUES ($1, $2, $3, $4)";
+        let until = to_nanos("run lease", lease.until)?;
+        D::execute(&mut tx, sql, args![admit.tenant, admit.run_id, lease.call_id, until]).await?;
+        D::commit(tx).await?;
+        Ok(Ok(record))
+    }
+
+    async fn run(&self, tenant: &str, run_id: &str) -> StoreResult<Option<RunRecord>> {
+        let mut conn = self.db().read().await?;
+        read::<D>(&mut conn, tenant, run_id).await
+    }
+
+    async fn release(&self, tenant: &str, run_id: &str, call_id: &str) -> StoreResult<()> {
+        // A release lost in a crash only leaves a lease to lapse on its own.
+        let mut tx = self.db().begin_admission().await?;
+        let sql = "DELETE FROM run_leases WHERE tenant = $1 AND run_id = $2 AND call_id = $3";
+        D::execute(&mut tx, sql, args![tenant, run_id, call_id]).await?;
+        D::commit(tx).await
+    }
+}
+
+#[async_trait]
+impl<D: Dialect> RunFlags for SqlStore<D> {
+    async fn taint(&self, mark: &TaintMark<'_>) -> StoreResult<()> {
+        let mut tx = self.db().begin().await?;
+        D::execute(
+            &mut tx,
+            "INSERT INTO run_taint (tenant, run_id, reason) VALUES ($1, $2, $3)
+             ON CONFLICT (tenant, run_id) DO NOTHING",
+            args![mark.tenant, mark.run_id, mark.reason],
+        )
+        .await?;
+        if let Some(actor) = mark.actor {
+            D::execute(
+                &mut tx,
+                "INSERT INTO actor_taint (tenant, actor, tainted_at, reason) VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (tenant, actor) DO UPDATE SET tainted_at = EXCLUDED.tainted_at, reason = EXCLUDED.reason
+                 WHERE EXCLUDED.tainted_at >= actor_taint.tainted_at",
+                args![mark.tenant, actor, to_nanos("taint", mark.at)?, mark.reason],
+            )
+            .await?;
+        }
+        D::commit(tx).await
+    }
+
+    async fn tainted(
+        &self,
+        tenant: &str,
+        run_id: &str,
+        actor: Option<&str>,
+        since: OffsetDateTime,
+    ) -> StoreResult<Option<Taint>> {
+        // Before the storable range means "any time".
+        let since = to_nanos("taint window", since).unwrap_or(i64::MIN);
+        let mut conn = self.db().read().await?;
+        let row = D::fetch_optional(
+            &mut conn,
+            "SELECT reason, CAST(0 AS BIGINT) AS via FROM run_taint WHERE tenant = $1 AND run_id = $2
+             UNION ALL
+             SELECT reason, CAST(1 AS BIGINT) AS via FROM actor_taint
+             WHERE tenant = $1 AND actor = $3 AND tainted_at >= $4
+             ORDER BY via LIMIT 1",
+            args![tenant, run_id, actor, since],
+        )
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let via = if row.int("via")? == 0 { TaintVia::Run } else { TaintVia::Actor };
+        Ok(Some(Taint { reason: row.text("reason")?, via }))
+    }
+}
