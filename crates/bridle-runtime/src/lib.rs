@@ -1,6 +1,6 @@
 //! Bridle's engine: the gate executor over the ports, the stores, the adapters, approvals,
-//! audit verification, job reconciliation, configuration loading, the workbench check and the
-//! seed-004 demo.
+//! audit verification, job reconciliation, configuration loading and the workbench check. The
+//! applications over it (demos, pipelines, labs, bench commands) are `bridle-apps`.
 
 pub mod adapter;
 pub mod agent;
@@ -13,8 +13,6 @@ pub mod chat;
 pub mod check;
 pub mod checkpoint;
 pub mod clock;
-pub mod demo;
-pub mod demo_fab;
 pub mod drift;
 pub mod feedback;
 pub mod gate;
@@ -26,7 +24,6 @@ pub mod lab;
 pub mod llm;
 pub mod models;
 pub mod notify;
-pub mod pipelines;
 pub mod replay;
 pub mod runtime;
 pub mod store;

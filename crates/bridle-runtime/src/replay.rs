@@ -12,6 +12,7 @@
 
 pub mod gate;
 pub mod html;
+pub mod schemas;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -24,8 +25,7 @@ use serde_json::Value;
 
 use crate::agent::{Agent, AgentSpec, advisor_output_schema};
 use crate::llm::{ChatRequest, LlmClient, Message};
-use crate::pipelines::analysis::analyst_schema;
-use crate::pipelines::fab::diagnosis_schema;
+use schemas::{analyst_schema, diagnosis_schema};
 
 /// One decision replayed.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -10,7 +10,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use bridle_runtime::llm::ScriptedModel;
 use bridle_runtime::llm::scripted::ScriptedReply;
-use bridle_runtime::pipelines::analysis::ANALYSTS;
+use bridle_apps::pipelines::analysis::ANALYSTS;
 use bridle_runtime::runtime::{Env, RuntimeBuilder};
 use bridle_server::auth::AuthConfig;
 use bridle_server::limits::Limits;

@@ -8,8 +8,8 @@ use bridle_core::{RunContext, checkpoint::ThreadStatus};
 use serde_json::{Value, json};
 
 use super::{Check, Fixture, Rig, ensure, finished, outcome_of};
-use crate::gate::CallRequest;
-use crate::graph::RunOutcome;
+use bridle_runtime::gate::CallRequest;
+use bridle_runtime::graph::RunOutcome;
 
 macro_rules! script {
     ($name:literal) => {
@@ -234,7 +234,7 @@ async fn reject_regenerate_reapprove(fx: &Fixture) -> Check {
 
 /// More than three automatic changes on one equipment within the hour: the next needs approval.
 async fn auto_limit_escalates(fx: &Fixture) -> Check {
-    let fab = std::sync::Arc::new(crate::adapter::FabAdapter::from_config(&fx.config));
+    let fab = std::sync::Arc::new(bridle_runtime::adapter::FabAdapter::from_config(&fx.config));
     let gate = fx.gate(fab.clone());
     let limit = fx.config.levels.auto_limit.ok_or("`[levels] auto_limit` is off")?;
     let run = RunContext::new(&format!("fab-demo/{}/auto_limit_escalates", fx.tag), "inc-auto");
@@ -272,7 +272,7 @@ async fn auto_limit_escalates(fx: &Fixture) -> Check {
 /// next proposal of the same action for the same diagnosis on the same class needs approval, and
 /// the approval request shows the approver that failure.
 async fn history_escalates_failed_action(fx: &Fixture) -> Check {
-    let fab = std::sync::Arc::new(crate::adapter::FabAdapter::from_config(&fx.config));
+    let fab = std::sync::Arc::new(bridle_runtime::adapter::FabAdapter::from_config(&fx.config));
     let gate = fx.gate(fab.clone());
     let run = RunContext::new(&format!("fab-demo/{}/history_escalates_failed_action", fx.tag), "inc-history");
     // This invocation's own diagnosis, so earlier demo runs on the same database do not count.
@@ -284,7 +284,7 @@ async fn history_escalates_failed_action(fx: &Fixture) -> Check {
     let mut call = CallRequest::new("set_temperature", json!({"equipment": "etch-01", "temp_celsius": 385}))
         .for_agent(crate::pipelines::fab::ADVISOR);
     call.signals = signals;
-    let gate_err = |e: crate::gate::GateError| format!("gate: {e}");
+    let gate_err = |e: bridle_runtime::gate::GateError| format!("gate: {e}");
     let mut first = gate.call(&fx.requester, &run, &call).await.map_err(gate_err)?;
     // The automatic-change limit (other demo runs this hour) may want a human first: grant it.
     if first.code() == Some(Code::ApprovalRequired) {
@@ -304,7 +304,7 @@ async fn history_escalates_failed_action(fx: &Fixture) -> Check {
         note: Some("chamber temperature drifted again within the hour".to_owned()),
         rated_at: time::OffsetDateTime::now_utc(),
     };
-    crate::history::rate(&gate, &fx.requester.tenant, &job, &rating).await.map_err(|e| format!("rate: {e}"))?;
+    bridle_runtime::history::rate(&gate, &fx.requester.tenant, &job, &rating).await.map_err(|e| format!("rate: {e}"))?;
     // The same action for the same diagnosis on the same class: escalated, history attached.
     call.arguments = json!({"equipment": "etch-01", "temp_celsius": 390});
     call.approval_id = None;

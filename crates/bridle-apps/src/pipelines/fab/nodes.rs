@@ -11,11 +11,11 @@ use serde_json::{Value, json};
 
 use super::agents::{self, ADVISOR, Checks, DIAGNOSTICIAN};
 use super::{Fab, MAX_WAITS};
-use crate::agent::{AgentOutput, CallOptions, DecisionContext};
-use crate::gate::{CallOutcome, CallRequest, Verdict};
-use crate::graph::tool::call_tool;
-use crate::graph::{NodeContext, NodeError, State, Update};
-use crate::llm::{LlmError, Message};
+use bridle_runtime::agent::{AgentOutput, CallOptions, DecisionContext};
+use bridle_runtime::gate::{CallOutcome, CallRequest, Verdict};
+use bridle_runtime::graph::tool::call_tool;
+use bridle_runtime::graph::{NodeContext, NodeError, State, Update};
+use bridle_runtime::llm::{LlmError, Message};
 
 /// The run context of the pipeline's gate calls: the thread is the run, the incident the input's.
 fn run_context(s: &State, ctx: &NodeContext) -> RunContext {
@@ -42,14 +42,14 @@ fn on_behalf(fab: &Fab, request: CallRequest, agent: &str) -> CallRequest {
 async fn keep(fab: &Fab, record: &bridle_core::decision::DecisionRecord) -> Result<(), NodeError> {
     let mut record = record.clone();
     fab.gate.stamp_decision(&mut record);
-    crate::agent::record_once(fab.gate.stores().decisions.as_ref(), &record)
+    bridle_runtime::agent::record_once(fab.gate.stores().decisions.as_ref(), &record)
         .await
         .map_err(|e| NodeError::transient(Code::StateUnavailable, format!("decision log: {e}")))
 }
 
 /// Asks an agent; a model failure is `Err` with its code, an invalid answer after the retry is
 /// `Ok` with `is_degraded` — both mean the rules answer instead.
-async fn ask(fab: &Fab, agent: &crate::agent::Agent, turn: u32, input: &Value) -> Result<AgentOutput, LlmError> {
+async fn ask(fab: &Fab, agent: &bridle_runtime::agent::Agent, turn: u32, input: &Value) -> Result<AgentOutput, LlmError> {
     let options = CallOptions { timeout: Some(fab.options.llm_timeout), cancel: None };
     agent.call_with(fab.client.as_ref(), turn, vec![Message::user(input.to_string())], &options).await
 }
@@ -315,7 +315,7 @@ async fn observe(
         note: Some(format!("{} = {shown} (expected {expected})", rule.field)),
         rated_at: fab.gate.clock.now(),
     };
-    crate::history::rate(&fab.gate, &fab.principal.tenant, job_id, &rating)
+    bridle_runtime::history::rate(&fab.gate, &fab.principal.tenant, job_id, &rating)
         .await
         .map_err(|e| NodeError::transient(Code::StateUnavailable, format!("action history: {e}")))?;
     Ok(Some(json!({

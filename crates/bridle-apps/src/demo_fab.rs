@@ -21,13 +21,13 @@ use bridle_core::ports::{Checkpointer, SystemClock};
 use bridle_core::{Principal, Rejection};
 use serde_json::Value;
 
-use crate::adapter::FabAdapter;
+use bridle_runtime::adapter::FabAdapter;
 use crate::demo::{DemoError, DemoReport};
-use crate::gate::{Gate, GateError};
-use crate::graph::{Graph, RunConfig, RunOutcome};
-use crate::llm::scripted::ScriptedModel;
+use bridle_runtime::gate::{Gate, GateError};
+use bridle_runtime::graph::{Graph, RunConfig, RunOutcome};
+use bridle_runtime::llm::scripted::ScriptedModel;
 use crate::pipelines::fab::{FabOptions, fab_graph};
-use crate::store::Stores;
+use bridle_runtime::store::Stores;
 
 /// The scenarios, in the order they run and print.
 pub const SCENARIOS: [&str; 10] = [
@@ -150,7 +150,7 @@ pub async fn run(config: Arc<Config>, stores: Stores) -> Result<DemoReport, Demo
     let requester = fixture("advisor-agent")?;
     let approver = fixture("operator-kim")?;
     let chat_operator = fixture("operator-lee")?;
-    let checkpointer = crate::checkpoint::open_checkpointer(&stores.url, Strictness::default())
+    let checkpointer = bridle_runtime::checkpoint::open_checkpointer(&stores.url, Strictness::default())
         .await
         .map_err(|e| DemoError::Gate(GateError::Store(e)))?;
     let scanner = Arc::new(GuardScanner::from_settings(&config.guard)?);

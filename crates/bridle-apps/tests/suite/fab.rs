@@ -16,7 +16,7 @@ use bridle_runtime::gate::{CallRequest, Gate};
 use bridle_runtime::graph::{Graph, RunConfig, RunOutcome};
 use bridle_runtime::llm::ScriptedModel;
 use bridle_runtime::llm::scripted::{ScriptedError, ScriptedReply};
-use bridle_runtime::pipelines::fab::{FabOptions, fab_graph};
+use bridle_apps::pipelines::fab::{FabOptions, fab_graph};
 use bridle_runtime::store::Stores;
 use serde_json::{Value, json};
 
@@ -51,7 +51,7 @@ async fn every_demo_scenario_leaves_its_evidence_in_the_store() {
     let dir = tempfile::TempDir::new().unwrap();
     let url = format!("sqlite://{}", dir.path().join("fab.db").display());
     let stores = Stores::open(&url).await.unwrap();
-    let report = bridle_runtime::demo_fab::run(fab_config(), stores).await.unwrap();
+    let report = bridle_apps::demo_fab::run(fab_config(), stores).await.unwrap();
     assert_eq!(report.diverged, None, "{:?}", report.lines);
     // Read back through a second, independent connection to the same file.
     let stores = Stores::open(&url).await.unwrap();

@@ -14,10 +14,10 @@ use bridle_core::{Principal, RunContext};
 use serde_json::json;
 
 use super::{Check, Fixture, ensure};
-use crate::adapter::FabAdapter;
-use crate::chat::{Chat, ChatAnswer, ChatSettings, ChatStatus};
-use crate::graph::{GraphBuilder, Kind, NodeOptions, Reducer, RunConfig, START, StateSchema, Target, Update, node_fn};
-use crate::llm::{LimitedClient, Limits, LlmClient, ScriptedModel};
+use bridle_runtime::adapter::FabAdapter;
+use bridle_runtime::chat::{Chat, ChatAnswer, ChatSettings, ChatStatus};
+use bridle_runtime::graph::{GraphBuilder, Kind, NodeOptions, Reducer, RunConfig, START, StateSchema, Target, Update, node_fn};
+use bridle_runtime::llm::{LimitedClient, Limits, LlmClient, ScriptedModel};
 
 /// The fab chat's instructions (what a leaking model repeats).
 pub const FAB_CHAT_PROMPT: &str = "You are the fab operations assistant of fab-1. Answer the operator's question \
@@ -109,7 +109,7 @@ async fn endless_condition() -> Check {
     let graph = GraphBuilder::new("endless", StateSchema::new().field("polls", Kind::Integer, Reducer::Replace))
         .node_with(
             "poll",
-            node_fn(|s: crate::graph::State, _| async move { Ok(Update::new().set("polls", s.int("polls") + 1)) }),
+            node_fn(|s: bridle_runtime::graph::State, _| async move { Ok(Update::new().set("polls", s.int("polls") + 1)) }),
             NodeOptions::default().max_iterations(100),
         )
         .edge(START, "poll")

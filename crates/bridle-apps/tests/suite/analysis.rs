@@ -6,7 +6,7 @@ use std::sync::Arc;
 use bridle_runtime::graph::RunConfig;
 use bridle_runtime::llm::ScriptedModel;
 use bridle_runtime::llm::scripted::ScriptedReply;
-use bridle_runtime::pipelines::analysis::{ANALYSTS, AnalysisOptions, analysis_graph};
+use bridle_apps::pipelines::analysis::{ANALYSTS, AnalysisOptions, analysis_graph};
 use serde_json::{Value, json};
 
 /// Replies for `iterations` turns: `score(analyst, turn)` and `confidence(turn)`.
@@ -101,7 +101,7 @@ async fn an_analyst_whose_answers_fail_validation_is_degraded_not_fatal() {
 
 #[tokio::test]
 async fn every_analyst_call_becomes_one_decision_record() {
-    use bridle_runtime::pipelines::analysis::{Recorder, analysis_graph_recorded};
+    use bridle_apps::pipelines::analysis::{Recorder, analysis_graph_recorded};
     let stores = bridle_runtime::store::Stores::memory();
     let model = script(2, |a, t| if a == "risk" && t == 1 { 30.0 } else { 80.0 }, |t| if t == 1 { 0.4 } else { 0.9 });
     let config = bridle_runtime::bundled::checkout().unwrap();

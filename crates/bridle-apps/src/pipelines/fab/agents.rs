@@ -4,41 +4,14 @@
 
 use serde_json::{Value, json};
 
-use crate::agent::{AgentOutput, AgentSpec, DecisionContext, advisor_output_schema};
 use bridle_core::decision::DecisionRecord;
+use bridle_runtime::agent::{AgentOutput, AgentSpec, DecisionContext, advisor_output_schema};
+pub use bridle_runtime::replay::schemas::diagnosis_schema;
 
 /// Agent names (decision records and scripted replies are keyed by them).
 pub const DIAGNOSTICIAN: &str = "diagnostician";
 /// See [`DIAGNOSTICIAN`].
 pub const ADVISOR: &str = "advisor";
-
-/// The Diagnostician's answer: one to five candidate causes.
-pub fn diagnosis_schema() -> Value {
-    json!({
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": "Diagnosis",
-        "type": "object",
-        "properties": {
-            "candidates": {
-                "type": "array",
-                "minItems": 1,
-                "maxItems": 5,
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "cause": {"type": "string", "minLength": 3, "maxLength": 200},
-                        "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-                        "evidence": {"type": "string", "maxLength": 1000}
-                    },
-                    "required": ["cause", "confidence", "evidence"],
-                    "additionalProperties": false
-                }
-            }
-        },
-        "required": ["candidates"],
-        "additionalProperties": false
-    })
-}
 
 /// The Diagnostician's built-in prompt (used when `[[agents]]` registers none).
 pub const DIAGNOSTICIAN_PROMPT: &str = "You diagnose semiconductor equipment anomalies. From the anomaly event, list up to \

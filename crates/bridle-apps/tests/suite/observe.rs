@@ -14,7 +14,7 @@ use bridle_runtime::gate::Gate;
 use bridle_runtime::graph::{Graph, RunConfig, RunOutcome};
 use bridle_runtime::llm::ScriptedModel;
 use bridle_runtime::llm::scripted::ScriptedReply;
-use bridle_runtime::pipelines::fab::{FabOptions, fab_graph};
+use bridle_apps::pipelines::fab::{FabOptions, fab_graph};
 use bridle_runtime::store::Stores;
 use serde_json::{Value, json};
 

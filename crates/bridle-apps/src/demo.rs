@@ -15,11 +15,11 @@ use bridle_core::{Code, Principal, RunContext};
 use serde_json::{Value, json};
 use time::{Duration, OffsetDateTime, macros::datetime};
 
-use crate::adapter::MemoryAdapter;
-use crate::approvals::{ApprovalDraft, ApprovalError};
-use crate::clock::ManualClock;
-use crate::gate::{CallOutcome, CallRequest, Gate, GateError};
-use crate::store::Stores;
+use bridle_runtime::adapter::MemoryAdapter;
+use bridle_runtime::approvals::{ApprovalDraft, ApprovalError};
+use bridle_runtime::clock::ManualClock;
+use bridle_runtime::gate::{CallOutcome, CallRequest, Gate, GateError};
+use bridle_runtime::store::Stores;
 
 /// The demo's logical time zero.
 pub const T0: OffsetDateTime = datetime!(2026-01-01 00:00 UTC);
@@ -192,7 +192,7 @@ impl Demo {
             self.diverge(line.clone());
         }
         self.lines.push(line);
-        let events = crate::audit::export(self.gate.stores().audit.as_ref(), Some(&self.requester.tenant))
+        let events = bridle_runtime::audit::export(self.gate.stores().audit.as_ref(), Some(&self.requester.tenant))
             .await
             .map_err(GateError::from)?;
         let calls: Vec<_> = events

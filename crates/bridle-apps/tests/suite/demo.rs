@@ -23,7 +23,7 @@ assertions=passed";
 #[tokio::test]
 async fn demo_prints_the_seed_output_in_memory() {
     let config = Arc::new(bridle_runtime::bundled::checkout().unwrap());
-    let report = bridle_runtime::demo::run(config, Stores::memory()).await.unwrap();
+    let report = bridle_apps::demo::run(config, Stores::memory()).await.unwrap();
     assert_eq!(report.lines.join("\n"), EXPECTED);
     assert_eq!(report.diverged, None);
 }
@@ -33,10 +33,10 @@ async fn demo_on_sqlite_leaves_a_verifiable_chain_and_refuses_a_second_run() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("demo.db").display());
     let config = Arc::new(bridle_runtime::bundled::checkout().unwrap());
-    let report = bridle_runtime::demo::run(config.clone(), Stores::open(&url).await.unwrap()).await.unwrap();
+    let report = bridle_apps::demo::run(config.clone(), Stores::open(&url).await.unwrap()).await.unwrap();
     assert_eq!(report.lines.join("\n"), EXPECTED);
     let stores = Stores::open(&url).await.unwrap();
     let verified = bridle_runtime::audit::verify(stores.audit.as_ref()).await.unwrap();
     assert!(verified.ok());
-    assert!(bridle_runtime::demo::run(config, stores).await.is_err());
+    assert!(bridle_apps::demo::run(config, stores).await.is_err());
 }

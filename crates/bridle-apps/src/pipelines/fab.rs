@@ -32,10 +32,10 @@ use bridle_core::contract::Mode;
 use bridle_core::diagnosis::{DiagnosisSettings, FallbackRule};
 use serde_json::Value;
 
-use crate::agent::Agent;
-use crate::gate::Gate;
-use crate::graph::{END, Graph, GraphBuilder, Kind, NodeOptions, Reducer, START, State, StateSchema, Target, node_fn};
-use crate::llm::LlmClient;
+use bridle_runtime::agent::Agent;
+use bridle_runtime::gate::Gate;
+use bridle_runtime::graph::{END, Graph, GraphBuilder, Kind, NodeOptions, Reducer, START, State, StateSchema, Target, node_fn};
+use bridle_runtime::llm::LlmClient;
 
 pub use agents::{ADVISOR, DIAGNOSTICIAN, diagnosis_schema};
 

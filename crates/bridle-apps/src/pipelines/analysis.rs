@@ -18,11 +18,12 @@ use serde_json::{Value, json};
 use bridle_core::Code;
 use bridle_core::ports::DecisionLog;
 
-use crate::agent::{Agent, AgentSpec, CallOptions, DecisionContext};
-use crate::graph::{
+use bridle_runtime::agent::{Agent, AgentSpec, CallOptions, DecisionContext};
+use bridle_runtime::graph::{
     END, Graph, GraphBuilder, Kind, NodeError, NodeOptions, Reducer, START, State, StateSchema, Target, Update, node_fn,
 };
-use crate::llm::{LlmClient, Message};
+use bridle_runtime::llm::{LlmClient, Message};
+pub use bridle_runtime::replay::schemas::analyst_schema;
 
 /// The analysts, each a separate agent `analyst.{type}`.
 pub const ANALYSTS: [&str; 4] = ["market", "technical", "community", "risk"];
@@ -44,21 +45,6 @@ impl Default for AnalysisOptions {
     fn default() -> Self {
         Self { confidence_threshold: 0.7, max_iterations: 5 }
     }
-}
-
-/// The output schema of every analyst.
-pub fn analyst_schema() -> Value {
-    json!({
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "type": "object",
-        "properties": {
-            "score": {"type": "number", "minimum": 0, "maximum": 100},
-            "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-            "findings": {"type": "string", "minLength": 10}
-        },
-        "required": ["score", "confidence", "findings"],
-        "additionalProperties": false
-    })
 }
 
 fn schema() -> StateSchema {
@@ -209,7 +195,7 @@ async fn analyst(
     client: Arc<dyn LlmClient>,
     recorder: Option<Recorder>,
     s: State,
-    ctx: crate::graph::NodeContext,
+    ctx: bridle_runtime::graph::NodeContext,
 ) -> Result<Update, NodeError> {
     let kind: String = s.get_as("analyst_type").unwrap_or_default();
     let agent = agents
@@ -238,7 +224,7 @@ async fn analyst(
         let mut record = out.decision_record(&context);
         record.tool_schema_hash.clone_from(&recorder.tool_schema_hash);
         record.policy_version.clone_from(&recorder.policy_version);
-        crate::agent::record_once(recorder.log.as_ref(), &record)
+        bridle_runtime::agent::record_once(recorder.log.as_ref(), &record)
             .await
             .map_err(|e| NodeError::transient(Code::StateUnavailable, format!("decision log: {e}")))?;
     }
@@ -270,7 +256,7 @@ fn current_analyses(s: &State) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-fn evaluator(s: &State, ctx: &crate::graph::NodeContext) -> Result<Update, NodeError> {
+fn evaluator(s: &State, ctx: &bridle_runtime::graph::NodeContext) -> Result<Update, NodeError> {
     let name: String = s.get_as("evaluator").unwrap_or_default();
     let analyses: Vec<Value> = s.get_as("analyses").unwrap_or_default();
     let scores: Vec<f64> = analyses.iter().filter_map(|a| a.get("score").and_then(Value::as_f64)).collect();
@@ -300,7 +286,7 @@ fn evaluator(s: &State, ctx: &crate::graph::NodeContext) -> Result<Update, NodeE
     Ok(Update::new().set("evaluations", json!({ name: {"score": score} })))
 }
 
-fn scoring(s: &State, ctx: &crate::graph::NodeContext) -> Update {
+fn scoring(s: &State, ctx: &bridle_runtime::graph::NodeContext) -> Update {
     let current = current_analyses(s);
     let subscores: serde_json::Map<String, Value> =
         current.iter().filter_map(|a| Some((a.get("type")?.as_str()?.to_owned(), a.get("score")?.clone()))).collect();
@@ -319,7 +305,7 @@ fn scoring(s: &State, ctx: &crate::graph::NodeContext) -> Update {
     Update::new().set("subscores", subscores).set("analyst_confidence", confidence)
 }
 
-fn verification(s: &State, ctx: &crate::graph::NodeContext, threshold: f64) -> Update {
+fn verification(s: &State, ctx: &bridle_runtime::graph::NodeContext, threshold: f64) -> Update {
     let confidence = s.number("analyst_confidence");
     let passed = confidence >= threshold;
     let result =

@@ -1,0 +1,10 @@
+//! The integration tests of `bridle-apps`, as one binary (`tests/suite/` holds the modules).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+
+mod suite {
+    mod analysis;
+    mod demo;
+    mod fab;
+    mod observe;
+    mod support;
+}
