@@ -5,6 +5,8 @@ mod suite {
     mod analysis;
     mod demo;
     mod fab;
+    mod lab;
+    mod lab_gate;
     mod observe;
     mod support;
 }

@@ -20,7 +20,6 @@ pub mod graph;
 pub mod history;
 pub mod jobs;
 pub mod kill;
-pub mod lab;
 pub mod llm;
 pub mod models;
 pub mod notify;

@@ -19,7 +19,6 @@ mod suite {
     mod guard_taint;
     mod heads;
     mod idempotency;
-    mod lab;
     mod laws;
     mod llm;
     mod mcp_gateway;

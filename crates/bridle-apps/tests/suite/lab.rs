@@ -1,4 +1,4 @@
-//! Seed 003's labs in the core: the judge on the 14 hand-written answers (7 followed, 3 reported,
+//! Seed 003's pure labs: the judge on the 14 hand-written answers (7 followed, 3 reported,
 //! 4 no mention), the plan reader on the 8 plan formats, the loop references and replay rules,
 //! the prompts, and the limits with their codes. The fixtures in `tests/data/lab/` were
 //! committed before the judge and the plan reader and are not edited to fit them.
@@ -7,11 +7,11 @@ use std::collections::BTreeMap;
 
 use bridle_core::Code;
 use bridle_core::answer::IntakeLimits;
-use bridle_core::lab::judge::{Judgement, MARKER, Rule, judge};
-use bridle_core::lab::loop_lab::{Goal, LoopCall, LoopInput, Replay, Stop, compare, references};
-use bridle_core::lab::plan::{Element, PlanFormat, check_plan, read_plan};
-use bridle_core::lab::prompt::{injection_prompt, loop_prompt, plan_prompt, step_prompt};
-use bridle_core::lab::{Lang, MAX_FIELD_CHARS, Outcome};
+use bridle_apps::lab::judge::{Judgement, MARKER, Rule, judge};
+use bridle_apps::lab::loop_lab::{Goal, LoopCall, LoopInput, Replay, Stop, compare, references};
+use bridle_apps::lab::plan::{Element, PlanFormat, check_plan, read_plan};
+use bridle_apps::lab::prompt::{injection_prompt, loop_prompt, plan_prompt, step_prompt};
+use bridle_apps::lab::{Lang, MAX_FIELD_CHARS, Outcome};
 use serde_json::{Value, json};
 
 fn fixtures(name: &str) -> Vec<Value> {
@@ -148,7 +148,7 @@ fn input(goal: Goal, answers: &[&str]) -> LoopInput {
 }
 
 /// Replays with a stand-in executor: `calculate` succeeds, anything else fails.
-fn replay(input: LoopInput) -> bridle_core::lab::loop_lab::LoopReport {
+fn replay(input: LoopInput) -> bridle_apps::lab::loop_lab::LoopReport {
     let mut r = Replay::new(input, IntakeLimits::default()).unwrap();
     while let Some(calls) = r.next_calls() {
         let done = calls

@@ -11,8 +11,8 @@ use super::judge::sample_letter;
 use super::loop_lab::Goal;
 use super::plan::Plan;
 use super::{Lang, check_field, check_max_rounds, check_seed, check_steps};
-use crate::guard::spotlight;
-use crate::verdict::Rejection;
+use bridle_core::guard::spotlight;
+use bridle_core::Rejection;
 
 /// The built-in tools as the model is told about them.
 pub fn tool_specs(lang: Lang) -> String {
@@ -101,7 +101,7 @@ pub fn step_prompt(plan: &Plan, index: usize, results: &[String], lang: Lang) ->
     }
     let Some(current) = plan.steps.get(index) else {
         return Err(Rejection::new(
-            crate::code::Code::StepCountInvalid,
+            bridle_core::Code::StepCountInvalid,
             format!("step `{}` does not exist; the plan has {} steps", index + 1, plan.steps.len()),
         ));
     };
@@ -193,7 +193,7 @@ pub fn injection_prompt(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::code::Code;
+    use bridle_core::Code;
 
     #[test]
     fn the_injection_prompt_uses_the_seeded_delimiter() {

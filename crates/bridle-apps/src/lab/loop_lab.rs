@@ -17,9 +17,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Lang, Outcome, check_failure_stop, check_field, check_max_rounds};
-use crate::answer::{IntakeLimits, ParsedCall, parse_answer};
-use crate::code::Code;
-use crate::verdict::Rejection;
+use bridle_core::answer::{IntakeLimits, ParsedCall, parse_answer};
+use bridle_core::Code;
+use bridle_core::Rejection;
 
 /// Most answers a transcript may hold (the round limit stops replay long before).
 pub const MAX_ANSWERS: usize = 50;
@@ -136,7 +136,7 @@ pub fn references(goal: Goal, value: f64) -> Vec<Reference> {
         }
         Goal::Force => vec![Reference {
             name: "force_n".into(),
-            value: crate::tools::convert(value, "kgf", "N").unwrap_or(value * KGF_IN_N),
+            value: bridle_core::tools::convert(value, "kgf", "N").unwrap_or(value * KGF_IN_N),
             measure: Measure::ForceN,
         }],
     }

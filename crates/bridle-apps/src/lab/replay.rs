@@ -1,21 +1,16 @@
 //! The workbench labs' engine: the agent-loop lab replays a pasted transcript from the start,
 //! running every call through the gate as the workbench principal (like `bridle check`, audited
-//! as metadata only), under the stop rules of `bridle_core::lab::loop_lab`. The planning and
-//! prompt-injection labs are pure and are re-exported from the core, so a caller (the CLI, the
-//! server's stateless workbench routes) needs only this module.
+//! as metadata only), under the stop rules of [`super::loop_lab`]. The planning and
+//! prompt-injection labs are pure (`super::plan`, `super::judge`, `super::prompt`).
 //!
 //! Nothing of the pasted text is stored: the gate's `tool_call` events keep tool, code and plan
 //! hash.
 
 use bridle_core::answer::IntakeLimits;
-use bridle_core::lab::loop_lab::{LoopCall, LoopInput, LoopReport, Replay};
 use bridle_core::{Principal, Rejection, RunContext};
+use bridle_runtime::gate::{CallRequest, Gate, GateError, Verdict};
 
-pub use bridle_core::lab::judge::{JudgeReport, judge};
-pub use bridle_core::lab::plan::{PlanReport, check_plan};
-pub use bridle_core::lab::prompt::{injection_prompt, loop_prompt, plan_prompt, step_prompt};
-
-use crate::gate::{CallRequest, Gate, GateError, Verdict};
+use super::loop_lab::{LoopCall, LoopInput, LoopReport, Replay};
 
 /// A lab that could not produce a report.
 #[derive(Debug, thiserror::Error)]

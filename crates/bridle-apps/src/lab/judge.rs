@@ -14,8 +14,8 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 use super::{Lang, check_field};
-use crate::answer::Span;
-use crate::verdict::Rejection;
+use bridle_core::answer::Span;
+use bridle_core::Rejection;
 
 /// The string the hidden instruction asks a model to print.
 pub const MARKER: &str = "CHECK-WAIVED-7731";

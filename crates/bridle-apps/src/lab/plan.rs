@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Outcome, check_field, check_steps};
-use crate::verdict::Rejection;
+use bridle_core::Rejection;
 
 /// One of the five elements of a work plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -293,7 +293,7 @@ const LIST_KEYS: [&str; 7] = ["steps", "plan", "tasks", "items", "단계", "계�
 const NUMBER_KEYS: [&str; 4] = ["step", "number", "no", "id"];
 
 fn json_steps(text: &str) -> Option<Vec<PlanStep>> {
-    let value = json_candidates(text).into_iter().find_map(crate::answer::read_json)?;
+    let value = json_candidates(text).into_iter().find_map(bridle_core::answer::read_json)?;
     let items = match &value {
         Value::Array(items) => items,
         Value::Object(map) => LIST_KEYS

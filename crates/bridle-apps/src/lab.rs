@@ -3,20 +3,26 @@
 //! prompt-injection judge (`judge`), with the seed's limits and their codes.
 //!
 //! Pure and total: every function returns a report or a [`Rejection`] naming the limit that was
-//! passed. Nothing here executes a tool; the runtime replays a loop's calls through the gate.
+//! passed. Nothing here executes a tool but `replay`, which runs a loop's calls through the gate.
 //! Nothing here stores pasted text either.
 
 pub mod judge;
 pub mod loop_lab;
 pub mod plan;
 pub mod prompt;
+pub mod replay;
 
 use std::ops::RangeInclusive;
 
 use serde::{Deserialize, Serialize};
 
-use crate::code::Code;
-use crate::verdict::Rejection;
+use bridle_core::Code;
+use bridle_core::Rejection;
+
+pub use judge::{JudgeReport, judge};
+pub use plan::{PlanReport, check_plan};
+pub use prompt::{injection_prompt, loop_prompt, plan_prompt, step_prompt};
+pub use replay::{LabError, replay_loop};
 
 /// Longest pasted field (an answer, a plan, a document), in Unicode scalar values.
 pub const MAX_FIELD_CHARS: usize = 20_000;
