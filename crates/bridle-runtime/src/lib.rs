@@ -6,7 +6,6 @@ pub mod adapter;
 pub mod agent;
 pub mod approvals;
 pub mod audit;
-pub mod bench;
 pub mod bundled;
 pub mod cancel;
 pub mod chat;

@@ -20,9 +20,9 @@ use bridle_core::{Code, RunContext};
 use serde::Serialize;
 use serde_json::json;
 
-use crate::adapter::MemoryAdapter;
-use crate::gate::{CallRequest, Gate};
-use crate::store::Stores;
+use bridle_runtime::adapter::MemoryAdapter;
+use bridle_runtime::gate::{CallRequest, Gate};
+use bridle_runtime::store::Stores;
 
 /// One call in this many is denied by policy.
 const DENY_EVERY: u64 = 8;
@@ -188,7 +188,7 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
 
 /// Runs the benchmark on the current tokio runtime.
 pub async fn decisions(plan: DecisionsPlan) -> Result<DecisionsReport, DecisionsError> {
-    let config = Arc::new(crate::bundled::checkout().map_err(|e| DecisionsError::Setup(e.to_string()))?);
+    let config = Arc::new(bridle_runtime::bundled::checkout().map_err(|e| DecisionsError::Setup(e.to_string()))?);
     let mut replicas = Vec::new();
     for _ in 0..plan.replicas.max(1) {
         replicas.push(Arc::new(replica(&plan, &config).await?));
@@ -216,7 +216,7 @@ pub async fn decisions(plan: DecisionsPlan) -> Result<DecisionsReport, Decisions
     latencies.sort_unstable_by(f64::total_cmp);
     let decisions = latencies.len() as u64;
     let first = replicas.first().ok_or_else(|| DecisionsError::Setup("no replica".into()))?;
-    let report = crate::audit::verify(first.gate.stores().audit.as_ref()).await?;
+    let report = bridle_runtime::audit::verify(first.gate.stores().audit.as_ref()).await?;
     if !report.ok() {
         return Err(DecisionsError::Setup(format!("audit chain broken: {:?}", report.broken)));
     }

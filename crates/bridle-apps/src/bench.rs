@@ -17,8 +17,8 @@ use bridle_core::ports::{Checkpointer, StoreError};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::checkpoint::{MemoryCheckpointer, SqliteCheckpointer, Strictness};
-use crate::graph::{
+use bridle_runtime::checkpoint::{MemoryCheckpointer, SqliteCheckpointer, Strictness};
+use bridle_runtime::graph::{
     END, Graph, GraphBuilder, Kind, Node, Reducer, RunConfig, START, State, StateSchema, Target, Update, node_fn,
 };
 
@@ -91,7 +91,7 @@ const LOOP_ITERATIONS: i64 = 50;
 
 fn looping() -> Result<Graph, String> {
     GraphBuilder::new("bench-loop", counter())
-        .node_with("step", inc(), crate::graph::NodeOptions::default().max_iterations(1000))
+        .node_with("step", inc(), bridle_runtime::graph::NodeOptions::default().max_iterations(1000))
         .edge(START, "step")
         .route("step", &["step", END], |s| {
             vec![if s.int("count") < LOOP_ITERATIONS { Target::node("step") } else { Target::End }]
