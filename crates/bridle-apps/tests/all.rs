@@ -8,5 +8,6 @@ mod suite {
     mod lab;
     mod lab_gate;
     mod observe;
+    mod replay_html;
     mod support;
 }

@@ -1,9 +1,10 @@
-//! The replay report as one self-contained HTML page: agreement per agent as an inline SVG bar
-//! chart drawn here, and a table of every disagreement. No scripts, fonts or external files.
+//! The replay report (`bridle replay --report`) as one self-contained HTML page: agreement per
+//! agent as an inline SVG bar chart drawn here, and a table of every disagreement. No scripts,
+//! fonts or external files.
 
 use std::fmt::Write as _;
 
-use super::{AbReport, ReplayReport};
+use bridle_runtime::replay::{AbReport, ReplayReport};
 
 /// Escapes text for HTML.
 fn esc(s: &str) -> String {
