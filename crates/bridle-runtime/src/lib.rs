@@ -23,6 +23,7 @@ pub mod llm;
 pub mod models;
 pub mod notify;
 pub mod replay;
+pub mod runs;
 pub mod runtime;
 pub mod store;
 pub mod workflow;

@@ -1,6 +1,7 @@
-//! Graph runs started over HTTP: the pipeline registry, the runs in flight and their event
-//! streams, all over the running [`Runtime`] (its checkpointer, hooks, session model, run
-//! settings and decision log).
+//! Graph runs started in the background (`/v1/runs`): the registry of pipelines a run may name
+//! (passed in by the applications, see [`Pipeline`]) and the workflows of `[workflows] dir`, the
+//! runs in flight and their event streams, all over the running [`Runtime`] (its checkpointer,
+//! hooks, session model, run settings and decision log).
 //!
 //! A run's thread id is `{tenant}/{run_id}` with a server-made UUID as the run id, so every
 //! lookup goes through the caller's tenant and another tenant's run id is simply unknown. Run
@@ -14,20 +15,33 @@ use std::sync::{Arc, Mutex};
 
 use bridle_core::checkpoint::{Checkpoint, ThreadQuery, ThreadStatus};
 use bridle_core::{Code, Principal, Rejection};
-use bridle_runtime::graph::{Event, Graph};
-use bridle_apps::pipelines::analysis::{AnalysisOptions, Recorder, analysis_graph_recorded};
-use bridle_apps::pipelines::fab::{ADVISOR, DIAGNOSTICIAN, FabOptions, fab_graph};
-use bridle_runtime::runtime::Runtime;
-use bridle_runtime::workflow::{CompiledWorkflow, REQUESTER as WORKFLOW_REQUESTER, WorkflowDeps};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-/// The pipelines a run may name: API name → graph name (the part of a checkpoint's `graph`
-/// before `@`).
-pub const PIPELINES: [(&str, &str); 2] = [("analysis", "seed001-analysis"), ("fab", "seed000-fab")];
+use crate::graph::{Event, Graph};
+use crate::llm::LlmClient;
+use crate::runtime::Runtime;
+use crate::workflow::{CompiledWorkflow, REQUESTER as WORKFLOW_REQUESTER, WorkflowDeps};
 
-/// The state field of a `fab` run holding the principal who started it.
-const REQUESTER: &str = "requester";
+/// Builds a pipeline's graph acting for the starter, over the runtime with the run's model.
+pub type BuildGraph =
+    fn(&Runtime, &Principal, Arc<dyn LlmClient>) -> Result<Graph, Box<dyn std::error::Error + Send + Sync>>;
+
+/// A pipeline a run may name.
+#[derive(Debug, Clone, Copy)]
+pub struct Pipeline {
+    /// Its API name (`POST /v1/runs {"pipeline": …}`).
+    pub name: &'static str,
+    /// Its graph's name: the part of a checkpoint's `graph` before `@`.
+    pub graph: &'static str,
+    /// The agents a run registers, so a kill switch of any of them stops it.
+    pub agents: &'static [&'static str],
+    /// The state field keeping the principal who started a run, who it acts for again on a
+    /// resume; `None`: the pipeline acts for the tenant.
+    pub starter_field: Option<&'static str>,
+    /// Builds the graph.
+    pub build: BuildGraph,
+}
 
 /// A run in flight: the events so far and who listens.
 #[derive(Default)]
@@ -93,6 +107,7 @@ pub struct RunPage {
 /// The runs service `AppState::with_runs` installs.
 pub struct Runs {
     runtime: Arc<Runtime>,
+    pipelines: Vec<Pipeline>,
     live: LiveMap,
 }
 
@@ -111,9 +126,15 @@ fn internal(e: &dyn std::fmt::Display) -> RunError {
 }
 
 impl Runs {
-    /// Runs over `runtime`; background runs are drained by [`Runtime::drain`].
-    pub fn new(runtime: Arc<Runtime>) -> Self {
-        Self { runtime, live: Arc::default() }
+    /// Runs of `pipelines` (and of workflows) over `runtime`; background runs are drained by
+    /// [`Runtime::drain`].
+    pub fn new(runtime: Arc<Runtime>, pipelines: Vec<Pipeline>) -> Self {
+        Self { runtime, pipelines, live: Arc::default() }
+    }
+
+    /// The pipeline named `name`.
+    fn pipeline(&self, name: &str) -> Option<&Pipeline> {
+        self.pipelines.iter().find(|p| p.name == name)
     }
 
     /// The runtime.
@@ -121,41 +142,27 @@ impl Runs {
         &self.runtime
     }
 
-    /// The graph of `pipeline` acting for `starter`: the runtime's session model, every model
-    /// call recorded in the starter's tenant's decision log. The `fab` pipeline's plans are
-    /// requested by the starter (the gate authorizes every tool call for them).
+    /// The graph of `pipeline` acting for `starter`, on the runtime's session model.
     fn graph(&self, pipeline: &str, starter: &Principal, thread: &str) -> Result<Graph, RunError> {
+        let Some(entry) = self.pipeline(pipeline) else {
+            return Err(RunError::Refused(Rejection::new(Code::BadRequest, format!("no pipeline `{pipeline}`"))));
+        };
         let llm = self.runtime.session_llm(&starter.tenant, thread);
-        match pipeline {
-            "analysis" => {
-                let recorder =
-                    Recorder::new(self.runtime.stores.decisions.clone(), &starter.tenant, &self.runtime.config);
-                analysis_graph_recorded(llm, AnalysisOptions::default(), recorder)
-                    .map_err(|e| RunError::Internal(e.clone()))
-            }
-            "fab" => fab_graph(
-                self.runtime.gate.clone(),
-                llm,
-                starter.clone(),
-                FabOptions::from_config(&self.runtime.config),
-            )
-            .map_err(RunError::Internal),
-            other => Err(RunError::Refused(Rejection::new(Code::BadRequest, format!("no pipeline `{other}`")))),
-        }
+        (entry.build)(&self.runtime, starter, llm).map_err(|e| RunError::Internal(e.to_string()))
     }
 
     /// Starts `pipeline` on `input` for `starter` in the background; returns the run id. A
-    /// `fab` run keeps its starter in its state, so whoever answers its interrupts later, its
-    /// plans stay requested by the starter.
+    /// pipeline with a `starter_field` keeps its starter in its state, so whoever answers its
+    /// interrupts later, the run goes on acting for the starter.
     pub fn start(&self, starter: &Principal, pipeline: &str, mut input: Value) -> Result<String, RunError> {
         // v7: ids sort by start time, which `list` relies on.
         let run_id = uuid::Uuid::now_v7().to_string();
         let thread = thread_id(&starter.tenant, &run_id);
         let graph = self.graph(pipeline, starter, &thread)?;
-        if pipeline == "fab"
+        if let Some(field) = self.pipeline(pipeline).and_then(|p| p.starter_field)
             && let Some(fields) = input.as_object_mut()
         {
-            fields.insert(REQUESTER.to_owned(), serde_json::to_value(starter).map_err(|e| internal(&e))?);
+            fields.insert(field.to_owned(), serde_json::to_value(starter).map_err(|e| internal(&e))?);
         }
         self.track(&thread)?;
         let stream = graph.stream(self.run_config(pipeline, &thread, starter), input);
@@ -181,7 +188,7 @@ impl Runs {
     /// background; returns the run id. The run acts for the starter (never for the file's
     /// `principal`, which is the CLI's), kept in its state for resumes.
     pub fn start_workflow(&self, starter: &Principal, name: &str, input: Value) -> Result<String, RunError> {
-        let workflow = bridle_runtime::workflow::load_named(name, &self.runtime.config)
+        let workflow = crate::workflow::load_named(name, &self.runtime.config)
             .map_err(|r| if r.code == Code::NotFound { RunError::NotFound(r.message) } else { RunError::Refused(r) })?;
         let run_id = uuid::Uuid::now_v7().to_string();
         let thread = thread_id(&starter.tenant, &run_id);
@@ -220,24 +227,24 @@ impl Runs {
                 format!("run `{run_id}` has no pending interrupt `{interrupt_id}`"),
             )));
         }
-        let pipeline = pipeline_of(&checkpoint).ok_or_else(|| not_found(run_id))?;
+        let pipeline = self.pipeline_of(&checkpoint).ok_or_else(|| not_found(run_id))?;
         if pipeline == "workflow" {
             // The file the run was compiled from, unchanged; a changed or removed file cannot
             // resume it.
-            let workflow = bridle_runtime::workflow::find_by_graph(&checkpoint.graph, &self.runtime.config)
+            let workflow = crate::workflow::find_by_graph(&checkpoint.graph, &self.runtime.config)
                 .ok_or_else(|| {
                     RunError::Refused(Rejection::new(
                         Code::StaleCheckpoint,
                         format!("the workflow of run `{run_id}` changed or is no longer in `[workflows] dir`"),
                     ))
                 })?;
-            let compiled = self.workflow(workflow, &starter_of(pipeline, tenant, &checkpoint)?, &thread)?;
+            let compiled = self.workflow(workflow, &self.starter_of(pipeline, tenant, &checkpoint)?, &thread)?;
             self.track(&thread)?;
             let stream = compiled.resume(compiled.run_config(&self.runtime, &thread), interrupt_id, value);
             self.runtime.spawn_stream(stream, self.feeder(thread));
             return Ok(());
         }
-        let starter = starter_of(pipeline, tenant, &checkpoint)?;
+        let starter = self.starter_of(pipeline, tenant, &checkpoint)?;
         let graph = self.graph(pipeline, &starter, &thread)?;
         self.track(&thread)?;
         let stream = graph.resume(self.run_config(pipeline, &thread, &starter), interrupt_id, value);
@@ -245,12 +252,12 @@ impl Runs {
         Ok(())
     }
 
-    /// The runtime's settings for a run of `pipeline` started by `starter`: a `fab` run is
-    /// registered with its two agents, and any run with the agent of its starter's credential, so
-    /// a kill switch of any of them stops it (not only its next tool call).
-    fn run_config(&self, pipeline: &str, thread: &str, starter: &Principal) -> bridle_runtime::graph::RunConfig {
+    /// The runtime's settings for a run of `pipeline` started by `starter`: a run is registered
+    /// with its pipeline's agents, and with the agent of its starter's credential, so a kill
+    /// switch of any of them stops it (not only its next tool call).
+    fn run_config(&self, pipeline: &str, thread: &str, starter: &Principal) -> crate::graph::RunConfig {
         let own = self.runtime.config.agents.acting(starter, None).ok().flatten().map(|a| a.agent);
-        let mut agents = if pipeline == "fab" { vec![DIAGNOSTICIAN, ADVISOR] } else { Vec::new() };
+        let mut agents: Vec<&str> = self.pipeline(pipeline).map(|p| p.agents.to_vec()).unwrap_or_default();
         agents.extend(own.as_deref());
         self.runtime.run_config_for(thread, &agents)
     }
@@ -262,7 +269,7 @@ impl Runs {
         match self.latest(&thread).await? {
             Some(checkpoint) => Ok(RunView {
                 run_id: run_id.to_owned(),
-                pipeline: pipeline_of(&checkpoint).unwrap_or("unknown").to_owned(),
+                pipeline: self.pipeline_of(&checkpoint).unwrap_or("unknown").to_owned(),
                 status: self.status_of(&thread, &checkpoint),
                 steps: checkpoint.step,
                 interrupts: serde_json::to_value(&checkpoint.interrupts).map_err(|e| internal(&e))?,
@@ -355,7 +362,7 @@ impl Runs {
         let mut runs: Vec<(String, RunSummary)> = stored
             .into_iter()
             .map(|t| {
-                let pipeline = pipeline_of_graph(&t.graph).unwrap_or("unknown").to_owned();
+                let pipeline = self.pipeline_of_graph(&t.graph).unwrap_or("unknown").to_owned();
                 let status = if live.contains(&t.thread_id) { ThreadStatus::Running } else { t.status };
                 let run_id = t.thread_id.strip_prefix(&prefix).unwrap_or_default().to_owned();
                 (t.thread_id, RunSummary { run_id, pipeline, status, steps: t.step })
@@ -423,37 +430,40 @@ impl Runs {
             }
         }
     }
-}
 
-/// Who a run acts for: a `fab` or `workflow` run's recorded starter (a run without one, or with another
-/// tenant's, is refused rather than run as someone else); other pipelines act for the tenant.
-fn starter_of(pipeline: &str, tenant: &str, checkpoint: &Checkpoint) -> Result<Principal, RunError> {
-    let field = match pipeline {
-        "fab" => REQUESTER,
-        "workflow" => WORKFLOW_REQUESTER,
-        _ => return Ok(Principal::new("", tenant, &[], &[])),
-    };
-    let recorded = checkpoint.state.get(field).cloned().unwrap_or(Value::Null);
-    match serde_json::from_value::<Principal>(recorded) {
-        Ok(p) if p.tenant == tenant => Ok(p),
-        _ => Err(RunError::Internal("the run has no starter of this tenant in its state".into())),
+    /// Who a run acts for: the recorded starter of a pipeline with a `starter_field` or of a
+    /// workflow (a run without one, or with another tenant's, is refused rather than run as
+    /// someone else); other pipelines act for the tenant.
+    fn starter_of(&self, pipeline: &str, tenant: &str, checkpoint: &Checkpoint) -> Result<Principal, RunError> {
+        let field = match pipeline {
+            "workflow" => WORKFLOW_REQUESTER,
+            other => match self.pipeline(other).and_then(|p| p.starter_field) {
+                Some(field) => field,
+                None => return Ok(Principal::new("", tenant, &[], &[])),
+            },
+        };
+        let recorded = checkpoint.state.get(field).cloned().unwrap_or(Value::Null);
+        match serde_json::from_value::<Principal>(recorded) {
+            Ok(p) if p.tenant == tenant => Ok(p),
+            _ => Err(RunError::Internal("the run has no starter of this tenant in its state".into())),
+        }
+    }
+
+    /// The API name of the pipeline that wrote `checkpoint`.
+    fn pipeline_of(&self, checkpoint: &Checkpoint) -> Option<&'static str> {
+        self.pipeline_of_graph(&checkpoint.graph)
+    }
+
+    /// The API name of the pipeline of `graph` (`name@hash`).
+    fn pipeline_of_graph(&self, graph: &str) -> Option<&'static str> {
+        if graph.starts_with("workflow/") {
+            return Some("workflow");
+        }
+        let graph = graph.split('@').next().unwrap_or_default();
+        self.pipelines.iter().find(|p| p.graph == graph).map(|p| p.name)
     }
 }
 
 fn not_found(run_id: &str) -> RunError {
     RunError::NotFound(format!("no run `{run_id}`"))
-}
-
-/// The API name of the pipeline that wrote `checkpoint`.
-fn pipeline_of(checkpoint: &Checkpoint) -> Option<&'static str> {
-    pipeline_of_graph(&checkpoint.graph)
-}
-
-/// The API name of the pipeline of `graph` (`name@hash`).
-fn pipeline_of_graph(graph: &str) -> Option<&'static str> {
-    if graph.starts_with("workflow/") {
-        return Some("workflow");
-    }
-    let graph = graph.split('@').next().unwrap_or_default();
-    PIPELINES.iter().find(|(_, g)| *g == graph).map(|(name, _)| *name)
 }
