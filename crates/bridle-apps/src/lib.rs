@@ -6,6 +6,7 @@
 pub mod bench;
 pub mod demo;
 pub mod demo_fab;
+pub mod diagnosis;
 pub mod lab;
 pub mod pipelines;
 pub mod replay_html;

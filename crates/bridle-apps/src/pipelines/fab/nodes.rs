@@ -4,18 +4,18 @@
 use std::sync::Arc;
 
 use bridle_core::approval::ApprovalStatus;
-use bridle_core::diagnosis::{self, Candidate, Triage};
 use bridle_core::level::CallSignals;
 use bridle_core::{Code, Rejection, RunContext};
-use serde_json::{Value, json};
-
-use super::agents::{self, ADVISOR, Checks, DIAGNOSTICIAN};
-use super::{Fab, MAX_WAITS};
 use bridle_runtime::agent::{AgentOutput, CallOptions, DecisionContext};
 use bridle_runtime::gate::{CallOutcome, CallRequest, Verdict};
 use bridle_runtime::graph::tool::call_tool;
 use bridle_runtime::graph::{NodeContext, NodeError, State, Update};
 use bridle_runtime::llm::{LlmError, Message};
+use serde_json::{Value, json};
+
+use super::agents::{self, ADVISOR, Checks, DIAGNOSTICIAN};
+use super::{Fab, MAX_WAITS};
+use crate::diagnosis::{self, Candidate, Triage};
 
 /// The run context of the pipeline's gate calls: the thread is the run, the incident the input's.
 fn run_context(s: &State, ctx: &NodeContext) -> RunContext {
