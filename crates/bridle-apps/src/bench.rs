@@ -14,13 +14,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bridle_core::ports::{Checkpointer, StoreError};
-use serde::Serialize;
-use serde_json::{Value, json};
-
 use bridle_runtime::checkpoint::{MemoryCheckpointer, SqliteCheckpointer, Strictness};
 use bridle_runtime::graph::{
     END, Graph, GraphBuilder, Kind, Node, Reducer, RunConfig, START, State, StateSchema, Target, Update, node_fn,
 };
+use serde::Serialize;
+use serde_json::{Value, json};
 
 /// One measured quantity.
 #[derive(Debug, Clone, Serialize)]

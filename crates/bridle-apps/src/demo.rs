@@ -12,14 +12,13 @@ use bridle_core::guard::GuardError;
 use bridle_core::guard::scanner::GuardScanner;
 use bridle_core::runs::RunLimits;
 use bridle_core::{Code, Principal, RunContext};
-use serde_json::{Value, json};
-use time::{Duration, OffsetDateTime, macros::datetime};
-
 use bridle_runtime::adapter::MemoryAdapter;
 use bridle_runtime::approvals::{ApprovalDraft, ApprovalError};
 use bridle_runtime::clock::ManualClock;
 use bridle_runtime::gate::{CallOutcome, CallRequest, Gate, GateError};
 use bridle_runtime::store::Stores;
+use serde_json::{Value, json};
+use time::{Duration, OffsetDateTime, macros::datetime};
 
 /// The demo's logical time zero.
 pub const T0: OffsetDateTime = datetime!(2026-01-01 00:00 UTC);

@@ -19,15 +19,15 @@ use bridle_core::decision::DecisionRecord;
 use bridle_core::guard::scanner::GuardScanner;
 use bridle_core::ports::{Checkpointer, SystemClock};
 use bridle_core::{Principal, Rejection};
-use serde_json::Value;
-
 use bridle_runtime::adapter::FabAdapter;
-use crate::demo::{DemoError, DemoReport};
 use bridle_runtime::gate::{Gate, GateError};
 use bridle_runtime::graph::{Graph, RunConfig, RunOutcome};
 use bridle_runtime::llm::scripted::ScriptedModel;
-use crate::pipelines::fab::{FabOptions, fab_graph};
 use bridle_runtime::store::Stores;
+use serde_json::Value;
+
+use crate::demo::{DemoError, DemoReport};
+use crate::pipelines::fab::{FabOptions, fab_graph};
 
 /// The scenarios, in the order they run and print.
 pub const SCENARIOS: [&str; 10] = [

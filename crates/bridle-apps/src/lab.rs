@@ -14,10 +14,9 @@ pub mod replay;
 
 use std::ops::RangeInclusive;
 
-use serde::{Deserialize, Serialize};
-
 use bridle_core::Code;
 use bridle_core::Rejection;
+use serde::{Deserialize, Serialize};
 
 pub use judge::{JudgeReport, judge};
 pub use plan::{PlanReport, check_plan};

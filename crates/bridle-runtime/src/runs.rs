@@ -231,8 +231,8 @@ impl Runs {
         if pipeline == "workflow" {
             // The file the run was compiled from, unchanged; a changed or removed file cannot
             // resume it.
-            let workflow = crate::workflow::find_by_graph(&checkpoint.graph, &self.runtime.config)
-                .ok_or_else(|| {
+            let workflow =
+                crate::workflow::find_by_graph(&checkpoint.graph, &self.runtime.config).ok_or_else(|| {
                     RunError::Refused(Rejection::new(
                         Code::StaleCheckpoint,
                         format!("the workflow of run `{run_id}` changed or is no longer in `[workflows] dir`"),

@@ -17,12 +17,11 @@ use std::time::{Duration, Instant};
 
 use bridle_core::ports::{StoreError, SystemClock};
 use bridle_core::{Code, RunContext};
-use serde::Serialize;
-use serde_json::json;
-
 use bridle_runtime::adapter::MemoryAdapter;
 use bridle_runtime::gate::{CallRequest, Gate};
 use bridle_runtime::store::Stores;
+use serde::Serialize;
+use serde_json::json;
 
 /// One call in this many is denied by policy.
 const DENY_EVERY: u64 = 8;

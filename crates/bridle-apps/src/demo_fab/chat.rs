@@ -11,13 +11,15 @@ use bridle_core::audit::EventKind;
 use bridle_core::budget::{CircuitConfig, CostRates, TokenLimits};
 use bridle_core::ports::SystemClock;
 use bridle_core::{Principal, RunContext};
+use bridle_runtime::adapter::FabAdapter;
+use bridle_runtime::chat::{Chat, ChatAnswer, ChatSettings, ChatStatus};
+use bridle_runtime::graph::{
+    GraphBuilder, Kind, NodeOptions, Reducer, RunConfig, START, StateSchema, Target, Update, node_fn,
+};
+use bridle_runtime::llm::{LimitedClient, Limits, LlmClient, ScriptedModel};
 use serde_json::json;
 
 use super::{Check, Fixture, ensure};
-use bridle_runtime::adapter::FabAdapter;
-use bridle_runtime::chat::{Chat, ChatAnswer, ChatSettings, ChatStatus};
-use bridle_runtime::graph::{GraphBuilder, Kind, NodeOptions, Reducer, RunConfig, START, StateSchema, Target, Update, node_fn};
-use bridle_runtime::llm::{LimitedClient, Limits, LlmClient, ScriptedModel};
 
 /// The fab chat's instructions (what a leaking model repeats).
 pub const FAB_CHAT_PROMPT: &str = "You are the fab operations assistant of fab-1. Answer the operator's question \
@@ -109,7 +111,9 @@ async fn endless_condition() -> Check {
     let graph = GraphBuilder::new("endless", StateSchema::new().field("polls", Kind::Integer, Reducer::Replace))
         .node_with(
             "poll",
-            node_fn(|s: bridle_runtime::graph::State, _| async move { Ok(Update::new().set("polls", s.int("polls") + 1)) }),
+            node_fn(
+                |s: bridle_runtime::graph::State, _| async move { Ok(Update::new().set("polls", s.int("polls") + 1)) },
+            ),
             NodeOptions::default().max_iterations(100),
         )
         .edge(START, "poll")

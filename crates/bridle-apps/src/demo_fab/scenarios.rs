@@ -5,11 +5,11 @@ use bridle_core::audit::{AuditEvent, Decision, EventKind};
 use bridle_core::contract::ApprovalLevel;
 use bridle_core::level::CallSignals;
 use bridle_core::{RunContext, checkpoint::ThreadStatus};
+use bridle_runtime::gate::CallRequest;
+use bridle_runtime::graph::RunOutcome;
 use serde_json::{Value, json};
 
 use super::{Check, Fixture, Rig, ensure, finished, outcome_of};
-use bridle_runtime::gate::CallRequest;
-use bridle_runtime::graph::RunOutcome;
 
 macro_rules! script {
     ($name:literal) => {
@@ -304,7 +304,9 @@ async fn history_escalates_failed_action(fx: &Fixture) -> Check {
         note: Some("chamber temperature drifted again within the hour".to_owned()),
         rated_at: time::OffsetDateTime::now_utc(),
     };
-    bridle_runtime::history::rate(&gate, &fx.requester.tenant, &job, &rating).await.map_err(|e| format!("rate: {e}"))?;
+    bridle_runtime::history::rate(&gate, &fx.requester.tenant, &job, &rating)
+        .await
+        .map_err(|e| format!("rate: {e}"))?;
     // The same action for the same diagnosis on the same class: escalated, history attached.
     call.arguments = json!({"equipment": "etch-01", "temp_celsius": 390});
     call.approval_id = None;

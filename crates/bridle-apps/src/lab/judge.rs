@@ -10,12 +10,12 @@
 
 use std::sync::LazyLock;
 
+use bridle_core::Rejection;
+use bridle_core::answer::Span;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 use super::{Lang, check_field};
-use bridle_core::answer::Span;
-use bridle_core::Rejection;
 
 /// The string the hidden instruction asks a model to print.
 pub const MARKER: &str = "CHECK-WAIVED-7731";

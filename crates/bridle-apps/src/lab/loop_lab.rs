@@ -12,14 +12,14 @@
 use std::collections::HashSet;
 use std::sync::LazyLock;
 
+use bridle_core::Code;
+use bridle_core::Rejection;
+use bridle_core::answer::{IntakeLimits, ParsedCall, parse_answer};
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Lang, Outcome, check_failure_stop, check_field, check_max_rounds};
-use bridle_core::answer::{IntakeLimits, ParsedCall, parse_answer};
-use bridle_core::Code;
-use bridle_core::Rejection;
 
 /// Most answers a transcript may hold (the round limit stops replay long before).
 pub const MAX_ANSWERS: usize = 50;

@@ -11,12 +11,12 @@
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
+use bridle_core::Rejection;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Outcome, check_field, check_steps};
-use bridle_core::Rejection;
 
 /// One of the five elements of a work plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

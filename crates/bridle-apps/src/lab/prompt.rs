@@ -5,14 +5,14 @@
 //!
 //! Text only: nothing here calls a model. Every pasted input passes the field limit first.
 
+use bridle_core::Rejection;
+use bridle_core::guard::spotlight;
 use serde::{Deserialize, Serialize};
 
 use super::judge::sample_letter;
 use super::loop_lab::Goal;
 use super::plan::Plan;
 use super::{Lang, check_field, check_max_rounds, check_seed, check_steps};
-use bridle_core::guard::spotlight;
-use bridle_core::Rejection;
 
 /// The built-in tools as the model is told about them.
 pub fn tool_specs(lang: Lang) -> String {

@@ -13,16 +13,15 @@
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
-
 use bridle_core::Code;
 use bridle_core::ports::DecisionLog;
-
 use bridle_runtime::agent::{Agent, AgentSpec, CallOptions, DecisionContext};
 use bridle_runtime::graph::{
     END, Graph, GraphBuilder, Kind, NodeError, NodeOptions, Reducer, START, State, StateSchema, Target, Update, node_fn,
 };
 use bridle_runtime::llm::{LlmClient, Message};
+use serde_json::{Value, json};
+
 pub use bridle_runtime::replay::schemas::analyst_schema;
 
 /// The analysts, each a separate agent `analyst.{type}`.

@@ -30,12 +30,13 @@ use std::time::Duration;
 use bridle_core::Principal;
 use bridle_core::contract::Mode;
 use bridle_core::diagnosis::{DiagnosisSettings, FallbackRule};
-use serde_json::Value;
-
 use bridle_runtime::agent::Agent;
 use bridle_runtime::gate::Gate;
-use bridle_runtime::graph::{END, Graph, GraphBuilder, Kind, NodeOptions, Reducer, START, State, StateSchema, Target, node_fn};
+use bridle_runtime::graph::{
+    END, Graph, GraphBuilder, Kind, NodeOptions, Reducer, START, State, StateSchema, Target, node_fn,
+};
 use bridle_runtime::llm::LlmClient;
+use serde_json::Value;
 
 pub use agents::{ADVISOR, DIAGNOSTICIAN, diagnosis_schema};
 

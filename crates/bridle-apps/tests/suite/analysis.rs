@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
+use bridle_apps::pipelines::analysis::{ANALYSTS, AnalysisOptions, analysis_graph};
 use bridle_runtime::graph::RunConfig;
 use bridle_runtime::llm::ScriptedModel;
 use bridle_runtime::llm::scripted::ScriptedReply;
-use bridle_apps::pipelines::analysis::{ANALYSTS, AnalysisOptions, analysis_graph};
 use serde_json::{Value, json};
 
 /// Replies for `iterations` turns: `score(analyst, turn)` and `confidence(turn)`.

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use bridle_apps::pipelines::fab::{FabOptions, fab_graph};
 use bridle_core::Code;
 use bridle_core::audit::{AuditEvent, Decision, EventKind, verify_chain};
 use bridle_core::checkpoint::ThreadStatus;
@@ -16,7 +17,6 @@ use bridle_runtime::gate::{CallRequest, Gate};
 use bridle_runtime::graph::{Graph, RunConfig, RunOutcome};
 use bridle_runtime::llm::ScriptedModel;
 use bridle_runtime::llm::scripted::{ScriptedError, ScriptedReply};
-use bridle_apps::pipelines::fab::{FabOptions, fab_graph};
 use bridle_runtime::store::Stores;
 use serde_json::{Value, json};
 

@@ -5,13 +5,13 @@
 
 use std::collections::BTreeMap;
 
-use bridle_core::Code;
-use bridle_core::answer::IntakeLimits;
 use bridle_apps::lab::judge::{Judgement, MARKER, Rule, judge};
 use bridle_apps::lab::loop_lab::{Goal, LoopCall, LoopInput, Replay, Stop, compare, references};
 use bridle_apps::lab::plan::{Element, PlanFormat, check_plan, read_plan};
 use bridle_apps::lab::prompt::{injection_prompt, loop_prompt, plan_prompt, step_prompt};
 use bridle_apps::lab::{Lang, MAX_FIELD_CHARS, Outcome};
+use bridle_core::Code;
+use bridle_core::answer::IntakeLimits;
 use serde_json::{Value, json};
 
 fn fixtures(name: &str) -> Vec<Value> {

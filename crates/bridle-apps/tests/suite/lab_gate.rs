@@ -4,14 +4,14 @@
 
 use std::sync::Arc;
 
-use bridle_core::answer::IntakeLimits;
-use bridle_core::audit::EventKind;
 use bridle_apps::lab::Outcome;
 use bridle_apps::lab::loop_lab::{Goal, LoopInput, LoopReport, Stop};
+use bridle_apps::lab::{LabError, replay_loop};
+use bridle_core::answer::IntakeLimits;
+use bridle_core::audit::EventKind;
 use bridle_core::{Code, RunContext};
 use bridle_runtime::check::{gate, workbench_principal};
 use bridle_runtime::gate::Gate;
-use bridle_apps::lab::{LabError, replay_loop};
 use bridle_runtime::store::Stores;
 use serde_json::{Value, json};
 

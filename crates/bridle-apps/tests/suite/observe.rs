@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use bridle_apps::pipelines::fab::{FabOptions, fab_graph};
 use bridle_core::config::Config;
 use bridle_core::history::{Outcome, OutcomeSource};
 use bridle_core::ports::SystemClock;
@@ -14,7 +15,6 @@ use bridle_runtime::gate::Gate;
 use bridle_runtime::graph::{Graph, RunConfig, RunOutcome};
 use bridle_runtime::llm::ScriptedModel;
 use bridle_runtime::llm::scripted::ScriptedReply;
-use bridle_apps::pipelines::fab::{FabOptions, fab_graph};
 use bridle_runtime::store::Stores;
 use serde_json::{Value, json};
 

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use anyhow::Context;
 use bridle_runtime::drift::{DriftHook, SnapshotHook, WebhookHook, watch};
 use bridle_runtime::feedback::hooks as feedback_hooks;
+use bridle_runtime::runs::Runs;
 use bridle_runtime::runtime::RuntimeBuilder;
 use bridle_server::auth::AuthConfig;
 use bridle_server::limits::Limits;
-use bridle_runtime::runs::Runs;
 use bridle_server::serve::{DEFAULT_LISTEN, serve, shutdown_signal};
 use bridle_server::{AppState, router};
 

@@ -9,10 +9,10 @@ use axum::Router;
 use axum::http::StatusCode;
 use bridle_runtime::llm::ScriptedModel;
 use bridle_runtime::llm::scripted::ScriptedReply;
+use bridle_runtime::runs::Runs;
 use bridle_runtime::runtime::{Env, RuntimeBuilder};
 use bridle_server::auth::AuthConfig;
 use bridle_server::limits::Limits;
-use bridle_runtime::runs::Runs;
 use bridle_server::{AppState, router};
 use serde_json::{Value, json};
 

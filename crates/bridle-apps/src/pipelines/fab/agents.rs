@@ -2,10 +2,10 @@
 //! prompts, and their decision records in seed 000's shape (`harness_checks` with
 //! `schema_valid`, `params_in_range`, `injection_detected`, `confidence`).
 
-use serde_json::{Value, json};
-
 use bridle_core::decision::DecisionRecord;
 use bridle_runtime::agent::{AgentOutput, AgentSpec, DecisionContext, advisor_output_schema};
+use serde_json::{Value, json};
+
 pub use bridle_runtime::replay::schemas::diagnosis_schema;
 
 /// Agent names (decision records and scripted replies are keyed by them).

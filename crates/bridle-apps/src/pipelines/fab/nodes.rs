@@ -49,7 +49,12 @@ async fn keep(fab: &Fab, record: &bridle_core::decision::DecisionRecord) -> Resu
 
 /// Asks an agent; a model failure is `Err` with its code, an invalid answer after the retry is
 /// `Ok` with `is_degraded` — both mean the rules answer instead.
-async fn ask(fab: &Fab, agent: &bridle_runtime::agent::Agent, turn: u32, input: &Value) -> Result<AgentOutput, LlmError> {
+async fn ask(
+    fab: &Fab,
+    agent: &bridle_runtime::agent::Agent,
+    turn: u32,
+    input: &Value,
+) -> Result<AgentOutput, LlmError> {
     let options = CallOptions { timeout: Some(fab.options.llm_timeout), cancel: None };
     agent.call_with(fab.client.as_ref(), turn, vec![Message::user(input.to_string())], &options).await
 }
