@@ -426,10 +426,10 @@ enum LabCommand {
         lab: commands::lab::PromptLab,
         /// Language: ko or en.
         #[arg(long, default_value = "ko", value_parser = commands::lab::parse_lang)]
-        lang: bridle_core::lab::Lang,
+        lang: bridle_apps::lab::Lang,
         /// Loop goal: guardrail, scaffold or force.
         #[arg(long, default_value = "guardrail", value_parser = commands::lab::parse_goal)]
-        goal: bridle_core::lab::loop_lab::Goal,
+        goal: bridle_apps::lab::loop_lab::Goal,
         /// Loop round limit, 1–10.
         #[arg(long, default_value_t = 6)]
         max_rounds: usize,

@@ -145,7 +145,7 @@ pub fn parse_answer(answer: &str, limits: &IntakeLimits) -> Result<ParsedAnswer,
 }
 
 /// JSON text as written, else after repair; `None` if neither reads.
-pub(crate) fn read_json(text: &str) -> Option<Value> {
+pub fn read_json(text: &str) -> Option<Value> {
     serde_json::from_str(text).ok().or_else(|| serde_json::from_str(&repair::repair(text)?).ok())
 }
 

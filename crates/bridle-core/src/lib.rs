@@ -22,7 +22,6 @@ pub mod guard;
 pub mod history;
 pub mod job;
 pub mod kill;
-pub mod lab;
 pub mod level;
 pub mod models;
 pub mod nesting;

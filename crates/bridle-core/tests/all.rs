@@ -10,7 +10,6 @@ mod suite {
     mod drift;
     mod feedback;
     mod guard;
-    mod lab;
     mod laws;
     mod policy;
     mod support;

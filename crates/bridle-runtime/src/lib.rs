@@ -1,20 +1,17 @@
 //! Bridle's engine: the gate executor over the ports, the stores, the adapters, approvals,
-//! audit verification, job reconciliation, configuration loading, the workbench check and the
-//! seed-004 demo.
+//! audit verification, job reconciliation, configuration loading and the workbench check. The
+//! applications over it (demos, pipelines, labs, bench commands) are `bridle-apps`.
 
 pub mod adapter;
 pub mod agent;
 pub mod approvals;
 pub mod audit;
-pub mod bench;
 pub mod bundled;
 pub mod cancel;
 pub mod chat;
 pub mod check;
 pub mod checkpoint;
 pub mod clock;
-pub mod demo;
-pub mod demo_fab;
 pub mod drift;
 pub mod feedback;
 pub mod gate;
@@ -22,12 +19,11 @@ pub mod graph;
 pub mod history;
 pub mod jobs;
 pub mod kill;
-pub mod lab;
 pub mod llm;
 pub mod models;
 pub mod notify;
-pub mod pipelines;
 pub mod replay;
+pub mod runs;
 pub mod runtime;
 pub mod store;
 pub mod workflow;

@@ -8,10 +8,10 @@
 //! like the agent reads it (JSON, a fenced block tolerated), validated against the agent's
 //! output schema when the agent is known (`diagnostician`, `advisor`, `analyst.*`), and compared
 //! by [`bridle_core::replay::compare`]. `--run` replays one pipeline run's records in order and
-//! stops at the first that disagrees, naming its agent. The page of `html.rs` draws the report.
+//! stops at the first that disagrees, naming its agent. `bridle_apps::replay_html` draws the report.
 
 pub mod gate;
-pub mod html;
+pub mod schemas;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -24,8 +24,7 @@ use serde_json::Value;
 
 use crate::agent::{Agent, AgentSpec, advisor_output_schema};
 use crate::llm::{ChatRequest, LlmClient, Message};
-use crate::pipelines::analysis::analyst_schema;
-use crate::pipelines::fab::diagnosis_schema;
+use schemas::{analyst_schema, diagnosis_schema};
 
 /// One decision replayed.
 #[derive(Debug, Clone, PartialEq, Serialize)]

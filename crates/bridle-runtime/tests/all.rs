@@ -4,16 +4,13 @@
 mod suite {
     mod adapter_context;
     mod adapters;
-    mod analysis;
     mod approvals;
     mod bad_input;
     mod chat;
     mod checkpoint_contract;
     mod codes;
     mod config_files;
-    mod demo;
     mod drift;
-    mod fab;
     mod feedback_loop;
     mod gate_matrix;
     mod governance;
@@ -22,12 +19,10 @@ mod suite {
     mod guard_taint;
     mod heads;
     mod idempotency;
-    mod lab;
     mod laws;
     mod llm;
     mod mcp_gateway;
     mod mcp_upstream;
-    mod observe;
     mod race;
     mod replay;
     mod runtime;

@@ -10,7 +10,6 @@ pub mod limits;
 pub mod mcp;
 pub mod observe;
 pub mod openapi;
-pub mod runs;
 pub mod serve;
 
 use std::sync::Arc;
@@ -21,6 +20,7 @@ use axum::{Json, Router, middleware};
 use bridle_core::guard::Detector;
 use bridle_core::guard::scanner::GuardScanner;
 use bridle_runtime::gate::Gate;
+use bridle_runtime::runs;
 use serde_json::{Value, json};
 
 use crate::auth::{AuthConfig, AuthError, Verifier};

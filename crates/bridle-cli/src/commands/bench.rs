@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use bridle_runtime::bench::{self, Plan};
+use bridle_apps::bench::{self, Plan};
 
 pub fn runtime(json: bool, samples: Option<usize>) -> anyhow::Result<ExitCode> {
     // SQLite files go where commits hit the disk: `$BRIDLE_BENCH_DIR`, else the system's

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use bridle_runtime::demo::DemoReport;
+use bridle_apps::demo::DemoReport;
 use bridle_runtime::store::Stores;
 
 pub async fn run(config: &Option<PathBuf>, db: Option<&str>, json: bool) -> anyhow::Result<ExitCode> {
@@ -15,7 +15,7 @@ pub async fn run(config: &Option<PathBuf>, db: Option<&str>, json: bool) -> anyh
         Some(_) => super::stores(&config, db).await?,
         None => Stores::memory(),
     };
-    let report = bridle_runtime::demo::run(config, stores).await?;
+    let report = bridle_apps::demo::run(config, stores).await?;
     print(&report, "seed 004", json)
 }
 
@@ -30,7 +30,7 @@ pub async fn fab(config: &Option<PathBuf>, db: Option<&str>, json: bool) -> anyh
         Some(_) => super::stores(&config, db).await?,
         None => Stores::memory(),
     };
-    let report = bridle_runtime::demo_fab::run(config, stores).await?;
+    let report = bridle_apps::demo_fab::run(config, stores).await?;
     print(&report, "seed 000", json)
 }
 

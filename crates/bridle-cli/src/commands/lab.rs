@@ -10,14 +10,14 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
-use bridle_core::lab::judge::{JudgeReport, judge};
-use bridle_core::lab::loop_lab::{Goal, LoopInput, LoopReport, Stop, stop_name};
-use bridle_core::lab::plan::{PlanReport, check_plan, element_name};
-use bridle_core::lab::{Lang, prompt};
+use bridle_apps::lab::judge::{JudgeReport, judge};
+use bridle_apps::lab::loop_lab::{Goal, LoopInput, LoopReport, Stop, stop_name};
+use bridle_apps::lab::plan::{PlanReport, check_plan, element_name};
+use bridle_apps::lab::{LabError, replay_loop};
+use bridle_apps::lab::{Lang, prompt};
 use bridle_core::verdict::clip;
 use bridle_core::{Rejection, RunContext};
 use bridle_runtime::check::{WORKBENCH_PRINCIPAL, gate, workbench_principal};
-use bridle_runtime::lab::{LabError, replay_loop};
 use bridle_runtime::store::Stores;
 
 /// Exit code of an input refused by a lab limit.

@@ -7,10 +7,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
+use bridle_apps::replay_html as html;
 use bridle_core::decision::DecisionRecord;
 use bridle_core::replay::Tolerance;
 use bridle_runtime::llm::{LlmClient, ScriptedModel};
-use bridle_runtime::replay::{AbReport, ReplayReport, Replayer, html};
+use bridle_runtime::replay::{AbReport, ReplayReport, Replayer};
 use bridle_runtime::runtime::{Env, model_client};
 
 /// What `bridle replay` was asked.

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use anyhow::Context;
 use bridle_runtime::drift::{DriftHook, SnapshotHook, WebhookHook, watch};
 use bridle_runtime::feedback::hooks as feedback_hooks;
+use bridle_runtime::runs::Runs;
 use bridle_runtime::runtime::RuntimeBuilder;
 use bridle_server::auth::AuthConfig;
 use bridle_server::limits::Limits;
-use bridle_server::runs::Runs;
 use bridle_server::serve::{DEFAULT_LISTEN, serve, shutdown_signal};
 use bridle_server::{AppState, router};
 
@@ -82,7 +82,7 @@ pub async fn run(
         feedback_hooks::from_settings(&runtime.config.webhooks, secret.clone()).map_err(anyhow::Error::msg)?;
     let mut state =
         super::observability::with_metrics(AppState::new(gate, &auth, Limits::from_settings(&runtime.config.server))?)
-            .with_runs(Arc::new(Runs::new(runtime.clone())))
+            .with_runs(Arc::new(Runs::new(runtime.clone(), bridle_apps::pipelines::registry())))
             .with_loop_hooks(loop_hooks);
     let drift_watch = drift_watch(&runtime, secret)?;
     super::mcp::settings_for(&mut state.mcp, local);

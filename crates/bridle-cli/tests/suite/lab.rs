@@ -48,7 +48,7 @@ fn loop_replays_through_the_gate_and_reports_json() {
 
 #[test]
 fn plan_and_judge_read_the_fixtures() {
-    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../bridle-core/tests/data/lab/");
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../bridle-apps/tests/data/lab/");
     let plans = std::fs::read_to_string(format!("{data}plans.jsonl")).unwrap();
     let p7: Value = serde_json::from_str(plans.lines().nth(6).unwrap()).unwrap();
     let (v, code) = json_lab(&["plan", "--steps", "5", "-"], p7["text"].as_str().unwrap());

@@ -1,6 +1,6 @@
 //! `[levels]`, `[diagnosis]` and `[[fallback]]`: the thresholds that decide how much human
 //! involvement a proposal needs, and the rules that answer when the model cannot. Parsing and
-//! validation only; [`crate::level`] and [`crate::diagnosis`] apply them.
+//! validation only; [`crate::level`] and the fab pipeline (`bridle-apps`) apply them.
 //!
 //! ```toml
 //! [levels]

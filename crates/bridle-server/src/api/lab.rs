@@ -7,11 +7,11 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use bridle_core::lab::loop_lab::{Goal, LoopInput};
-use bridle_core::lab::{Lang, STEP_COUNTS, check_max_rounds, check_seed, check_steps, prompt};
+use bridle_apps::lab::loop_lab::{Goal, LoopInput};
+use bridle_apps::lab::{LabError, check_plan, judge, replay_loop};
+use bridle_apps::lab::{Lang, STEP_COUNTS, check_max_rounds, check_seed, check_steps, prompt};
 use bridle_core::{Rejection, RunContext};
 use bridle_runtime::check::{WORKBENCH_PRINCIPAL, workbench_principal};
-use bridle_runtime::lab::{LabError, check_plan, judge, replay_loop};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;

@@ -13,6 +13,7 @@ use axum::http::StatusCode;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use bridle_core::Code;
 use bridle_core::checkpoint::ThreadStatus;
+use bridle_runtime::runs::{RunError, Runs};
 use futures_util::Stream;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -23,7 +24,6 @@ use super::audit::SCOPE_AUDIT_READ;
 use crate::AppState;
 use crate::error::ApiError;
 use crate::limits::JsonBody;
-use crate::runs::{RunError, Runs};
 
 /// Scope for starting and resuming runs.
 pub const SCOPE_RUNS_START: &str = "runs:start";

@@ -9,10 +9,10 @@ use axum::Router;
 use axum::http::StatusCode;
 use bridle_runtime::llm::ScriptedModel;
 use bridle_runtime::llm::scripted::ScriptedReply;
+use bridle_runtime::runs::Runs;
 use bridle_runtime::runtime::{Env, RuntimeBuilder};
 use bridle_server::auth::AuthConfig;
 use bridle_server::limits::Limits;
-use bridle_server::runs::Runs;
 use bridle_server::{AppState, router};
 use serde_json::{Value, json};
 
@@ -44,7 +44,7 @@ async fn app_and_stop(model: ScriptedModel) -> (Router, tokio_util::sync::Cancel
     let runtime = Arc::new(runtime);
     let state = AppState::new(runtime.gate.clone(), &AuthConfig::hs256(SECRET), Limits::default())
         .unwrap()
-        .with_runs(Arc::new(Runs::new(runtime)));
+        .with_runs(Arc::new(Runs::new(runtime, bridle_apps::pipelines::registry())));
     let stop = state.mcp.cancel.clone();
     (router(state), stop)
 }

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::support::{app, code, get, post, token, token_for};
 
 fn fixture(file: &str, line: usize) -> Value {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../bridle-core/tests/data/lab/");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../bridle-apps/tests/data/lab/");
     let text = std::fs::read_to_string(format!("{path}{file}")).unwrap();
     serde_json::from_str(text.lines().nth(line).unwrap()).unwrap()
 }

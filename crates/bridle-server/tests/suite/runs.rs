@@ -8,13 +8,13 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
+use bridle_apps::pipelines::analysis::ANALYSTS;
 use bridle_runtime::llm::ScriptedModel;
 use bridle_runtime::llm::scripted::ScriptedReply;
-use bridle_runtime::pipelines::analysis::ANALYSTS;
+use bridle_runtime::runs::Runs;
 use bridle_runtime::runtime::{Env, RuntimeBuilder};
 use bridle_server::auth::AuthConfig;
 use bridle_server::limits::Limits;
-use bridle_server::runs::Runs;
 use bridle_server::{AppState, router};
 use serde_json::{Value, json};
 use tower::ServiceExt;
@@ -51,7 +51,7 @@ async fn app(delay_ms: u64) -> Router {
     let runtime = Arc::new(runtime);
     let state = AppState::new(runtime.gate.clone(), &AuthConfig::hs256(SECRET), Limits::default())
         .unwrap()
-        .with_runs(Arc::new(Runs::new(runtime)));
+        .with_runs(Arc::new(Runs::new(runtime, bridle_apps::pipelines::registry())));
     router(state)
 }
 

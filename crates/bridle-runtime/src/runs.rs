@@ -1,0 +1,469 @@
+//! Graph runs started in the background (`/v1/runs`): the registry of pipelines a run may name
+//! (passed in by the applications, see [`Pipeline`]) and the workflows of `[workflows] dir`, the
+//! runs in flight and their event streams, all over the running [`Runtime`] (its checkpointer,
+//! hooks, session model, run settings and decision log).
+//!
+//! A run's thread id is `{tenant}/{run_id}` with a server-made UUID as the run id, so every
+//! lookup goes through the caller's tenant and another tenant's run id is simply unknown. Run
+//! ids are UUIDv7 (time first), so a tenant's threads by id descending are its runs newest
+//! first: that is how [`Runs::list`] pages. While
+//! a run is in flight its events are kept in memory and copied to every subscriber; once it has
+//! finished, what remains is the checkpointer's latest checkpoint.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use bridle_core::checkpoint::{Checkpoint, ThreadQuery, ThreadStatus};
+use bridle_core::{Code, Principal, Rejection};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::graph::{Event, Graph};
+use crate::llm::LlmClient;
+use crate::runtime::Runtime;
+use crate::workflow::{CompiledWorkflow, REQUESTER as WORKFLOW_REQUESTER, WorkflowDeps};
+
+/// Builds a pipeline's graph acting for the starter, over the runtime with the run's model.
+pub type BuildGraph =
+    fn(&Runtime, &Principal, Arc<dyn LlmClient>) -> Result<Graph, Box<dyn std::error::Error + Send + Sync>>;
+
+/// A pipeline a run may name.
+#[derive(Debug, Clone, Copy)]
+pub struct Pipeline {
+    /// Its API name (`POST /v1/runs {"pipeline": …}`).
+    pub name: &'static str,
+    /// Its graph's name: the part of a checkpoint's `graph` before `@`.
+    pub graph: &'static str,
+    /// The agents a run registers, so a kill switch of any of them stops it.
+    pub agents: &'static [&'static str],
+    /// The state field keeping the principal who started a run, who it acts for again on a
+    /// resume; `None`: the pipeline acts for the tenant.
+    pub starter_field: Option<&'static str>,
+    /// Builds the graph.
+    pub build: BuildGraph,
+}
+
+/// A run in flight: the events so far and who listens.
+#[derive(Default)]
+struct Live {
+    events: Vec<Event>,
+    subscribers: Vec<mpsc::UnboundedSender<Event>>,
+}
+
+type LiveMap = Arc<Mutex<HashMap<String, Live>>>;
+
+/// Why a run could not be started, read or resumed.
+#[derive(Debug)]
+pub enum RunError {
+    /// Unknown run (or another tenant's).
+    NotFound(String),
+    /// Refused with a stable code (`unknown_interrupt`, `stale_checkpoint`, `bad_request`).
+    Refused(Rejection),
+    /// A store or the runtime failed.
+    Internal(String),
+}
+
+/// Where a run stands, from the checkpointer and the runs in flight.
+#[derive(Debug, Clone)]
+pub struct RunView {
+    /// The run id (without the tenant).
+    pub run_id: String,
+    /// The pipeline's API name.
+    pub pipeline: String,
+    /// `running`, `interrupted`, `done`, `failed` or `cancelled`.
+    pub status: ThreadStatus,
+    /// The super-step of the latest checkpoint (0 before the first).
+    pub steps: u64,
+    /// Pending interrupts.
+    pub interrupts: Value,
+    /// The state at the latest checkpoint.
+    pub state: Value,
+    /// Why it stopped (`failed`, `cancelled`).
+    pub error: Option<Value>,
+}
+
+/// One run of a listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunSummary {
+    /// The run id (without the tenant).
+    pub run_id: String,
+    /// The pipeline's API name (empty before the first checkpoint).
+    pub pipeline: String,
+    /// Where it stands (`running` while in flight here).
+    pub status: ThreadStatus,
+    /// The super-step of the latest checkpoint (0 before the first).
+    pub steps: u64,
+}
+
+/// One page of a tenant's runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunPage {
+    /// Newest first.
+    pub runs: Vec<RunSummary>,
+    /// The `after` of the next page; `None` on the last one.
+    pub next_after: Option<String>,
+}
+
+/// The runs service `AppState::with_runs` installs.
+pub struct Runs {
+    runtime: Arc<Runtime>,
+    pipelines: Vec<Pipeline>,
+    live: LiveMap,
+}
+
+impl std::fmt::Debug for Runs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runs").finish_non_exhaustive()
+    }
+}
+
+fn thread_id(tenant: &str, run_id: &str) -> String {
+    format!("{tenant}/{run_id}")
+}
+
+fn internal(e: &dyn std::fmt::Display) -> RunError {
+    RunError::Internal(e.to_string())
+}
+
+impl Runs {
+    /// Runs of `pipelines` (and of workflows) over `runtime`; background runs are drained by
+    /// [`Runtime::drain`].
+    pub fn new(runtime: Arc<Runtime>, pipelines: Vec<Pipeline>) -> Self {
+        Self { runtime, pipelines, live: Arc::default() }
+    }
+
+    /// The pipeline named `name`.
+    fn pipeline(&self, name: &str) -> Option<&Pipeline> {
+        self.pipelines.iter().find(|p| p.name == name)
+    }
+
+    /// The runtime.
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.runtime
+    }
+
+    /// The graph of `pipeline` acting for `starter`, on the runtime's session model.
+    fn graph(&self, pipeline: &str, starter: &Principal, thread: &str) -> Result<Graph, RunError> {
+        let Some(entry) = self.pipeline(pipeline) else {
+            return Err(RunError::Refused(Rejection::new(Code::BadRequest, format!("no pipeline `{pipeline}`"))));
+        };
+        let llm = self.runtime.session_llm(&starter.tenant, thread);
+        (entry.build)(&self.runtime, starter, llm).map_err(|e| RunError::Internal(e.to_string()))
+    }
+
+    /// Starts `pipeline` on `input` for `starter` in the background; returns the run id. A
+    /// pipeline with a `starter_field` keeps its starter in its state, so whoever answers its
+    /// interrupts later, the run goes on acting for the starter.
+    pub fn start(&self, starter: &Principal, pipeline: &str, mut input: Value) -> Result<String, RunError> {
+        // v7: ids sort by start time, which `list` relies on.
+        let run_id = uuid::Uuid::now_v7().to_string();
+        let thread = thread_id(&starter.tenant, &run_id);
+        let graph = self.graph(pipeline, starter, &thread)?;
+        if let Some(field) = self.pipeline(pipeline).and_then(|p| p.starter_field)
+            && let Some(fields) = input.as_object_mut()
+        {
+            fields.insert(field.to_owned(), serde_json::to_value(starter).map_err(|e| internal(&e))?);
+        }
+        self.track(&thread)?;
+        let stream = graph.stream(self.run_config(pipeline, &thread, starter), input);
+        self.runtime.spawn_stream(stream, self.feeder(thread));
+        Ok(run_id)
+    }
+
+    /// A workflow compiled to act for `starter`.
+    fn workflow(
+        &self,
+        workflow: bridle_core::workflow::Workflow,
+        starter: &Principal,
+        thread: &str,
+    ) -> Result<CompiledWorkflow, RunError> {
+        let deps = WorkflowDeps {
+            principal: Some(starter.clone()),
+            ..WorkflowDeps::for_run(&self.runtime, &starter.tenant, thread)
+        };
+        CompiledWorkflow::new(workflow, deps).map_err(RunError::Refused)
+    }
+
+    /// Starts the workflow `name` of `[workflows] dir` on `input` for `starter` in the
+    /// background; returns the run id. The run acts for the starter (never for the file's
+    /// `principal`, which is the CLI's), kept in its state for resumes.
+    pub fn start_workflow(&self, starter: &Principal, name: &str, input: Value) -> Result<String, RunError> {
+        let workflow = crate::workflow::load_named(name, &self.runtime.config)
+            .map_err(|r| if r.code == Code::NotFound { RunError::NotFound(r.message) } else { RunError::Refused(r) })?;
+        let run_id = uuid::Uuid::now_v7().to_string();
+        let thread = thread_id(&starter.tenant, &run_id);
+        let compiled = self.workflow(workflow, starter, &thread)?;
+        let mut input = input;
+        match input.as_object_mut() {
+            Some(fields) => {
+                fields.insert(WORKFLOW_REQUESTER.to_owned(), serde_json::to_value(starter).map_err(|e| internal(&e))?);
+            }
+            None => return Err(RunError::Refused(Rejection::new(Code::BadRequest, "a workflow's input is an object"))),
+        }
+        self.track(&thread)?;
+        let stream = compiled.start(compiled.run_config(&self.runtime, &thread), input);
+        self.runtime.spawn_stream(stream, self.feeder(thread));
+        Ok(run_id)
+    }
+
+    /// Answers `interrupt_id` of the caller's run with `value`; the rest runs in the background.
+    pub async fn resume(&self, tenant: &str, run_id: &str, interrupt_id: &str, value: Value) -> Result<(), RunError> {
+        let thread = thread_id(tenant, run_id);
+        let checkpoint = match self.latest(&thread).await? {
+            Some(checkpoint) => checkpoint,
+            // Started and not paused yet: it waits for nothing.
+            None if self.is_live(&thread) => {
+                return Err(RunError::Refused(Rejection::new(
+                    Code::UnknownInterrupt,
+                    format!("run `{run_id}` has no pending interrupt `{interrupt_id}` yet"),
+                )));
+            }
+            None => return Err(not_found(run_id)),
+        };
+        let pending = checkpoint.status == ThreadStatus::Interrupted;
+        if !pending || !checkpoint.interrupts.iter().any(|i| i.id == interrupt_id) {
+            return Err(RunError::Refused(Rejection::new(
+                Code::UnknownInterrupt,
+                format!("run `{run_id}` has no pending interrupt `{interrupt_id}`"),
+            )));
+        }
+        let pipeline = self.pipeline_of(&checkpoint).ok_or_else(|| not_found(run_id))?;
+        if pipeline == "workflow" {
+            // The file the run was compiled from, unchanged; a changed or removed file cannot
+            // resume it.
+            let workflow =
+                crate::workflow::find_by_graph(&checkpoint.graph, &self.runtime.config).ok_or_else(|| {
+                    RunError::Refused(Rejection::new(
+                        Code::StaleCheckpoint,
+                        format!("the workflow of run `{run_id}` changed or is no longer in `[workflows] dir`"),
+                    ))
+                })?;
+            let compiled = self.workflow(workflow, &self.starter_of(pipeline, tenant, &checkpoint)?, &thread)?;
+            self.track(&thread)?;
+            let stream = compiled.resume(compiled.run_config(&self.runtime, &thread), interrupt_id, value);
+            self.runtime.spawn_stream(stream, self.feeder(thread));
+            return Ok(());
+        }
+        let starter = self.starter_of(pipeline, tenant, &checkpoint)?;
+        let graph = self.graph(pipeline, &starter, &thread)?;
+        self.track(&thread)?;
+        let stream = graph.resume(self.run_config(pipeline, &thread, &starter), interrupt_id, value);
+        self.runtime.spawn_stream(stream, self.feeder(thread));
+        Ok(())
+    }
+
+    /// The runtime's settings for a run of `pipeline` started by `starter`: a run is registered
+    /// with its pipeline's agents, and with the agent of its starter's credential, so a kill
+    /// switch of any of them stops it (not only its next tool call).
+    fn run_config(&self, pipeline: &str, thread: &str, starter: &Principal) -> crate::graph::RunConfig {
+        let own = self.runtime.config.agents.acting(starter, None).ok().flatten().map(|a| a.agent);
+        let mut agents: Vec<&str> = self.pipeline(pipeline).map(|p| p.agents.to_vec()).unwrap_or_default();
+        agents.extend(own.as_deref());
+        self.runtime.run_config_for(thread, &agents)
+    }
+
+    /// Where the caller's run stands.
+    pub async fn view(&self, tenant: &str, run_id: &str) -> Result<RunView, RunError> {
+        let thread = thread_id(tenant, run_id);
+        let live = self.is_live(&thread);
+        match self.latest(&thread).await? {
+            Some(checkpoint) => Ok(RunView {
+                run_id: run_id.to_owned(),
+                pipeline: self.pipeline_of(&checkpoint).unwrap_or("unknown").to_owned(),
+                status: self.status_of(&thread, &checkpoint),
+                steps: checkpoint.step,
+                interrupts: serde_json::to_value(&checkpoint.interrupts).map_err(|e| internal(&e))?,
+                state: checkpoint.state,
+                error: checkpoint.error,
+            }),
+            // Started, no checkpoint written yet.
+            None if live => Ok(RunView {
+                run_id: run_id.to_owned(),
+                pipeline: String::new(),
+                status: ThreadStatus::Running,
+                steps: 0,
+                interrupts: json!([]),
+                state: json!({}),
+                error: None,
+            }),
+            None => Err(not_found(run_id)),
+        }
+    }
+
+    /// The events of the caller's run: those so far and the rest as they come while it runs;
+    /// for a finished run, one `finished` event built from its latest checkpoint.
+    pub async fn subscribe(&self, tenant: &str, run_id: &str) -> Result<mpsc::UnboundedReceiver<Value>, RunError> {
+        let thread = thread_id(tenant, run_id);
+        let (tx, rx) = mpsc::unbounded_channel::<Value>();
+        let (etx, mut erx) = mpsc::unbounded_channel::<Event>();
+        let attached = {
+            let mut live = self.live.lock().map_err(|_| RunError::Internal("runs lock poisoned".into()))?;
+            match live.get_mut(&thread) {
+                Some(entry) => {
+                    for event in &entry.events {
+                        let _ = etx.send(event.clone());
+                    }
+                    entry.subscribers.push(etx);
+                    true
+                }
+                None => false,
+            }
+        };
+        if attached {
+            tokio::spawn(async move {
+                while let Some(event) = erx.recv().await {
+                    if tx.send(serde_json::to_value(&event).unwrap_or(Value::Null)).is_err() {
+                        break;
+                    }
+                }
+            });
+            return Ok(rx);
+        }
+        let view = self.view(tenant, run_id).await?;
+        let outcome = json!({
+            "thread_id": thread,
+            "status": view.status,
+            "state": view.state,
+            "steps": view.steps,
+            "interrupts": view.interrupts,
+            "error": view.error,
+        });
+        let _ = tx.send(json!({"event": "finished", "outcome": outcome}));
+        Ok(rx)
+    }
+
+    /// A page of `tenant`'s runs, newest first: those with a checkpoint (from the checkpointer)
+    /// and those in flight here that have none yet; below the run id `after` when given, with
+    /// `status` when given (a run in flight here counts as `running`).
+    pub async fn list(
+        &self,
+        tenant: &str,
+        after: Option<&str>,
+        status: Option<ThreadStatus>,
+        limit: u32,
+    ) -> Result<RunPage, RunError> {
+        let prefix = thread_id(tenant, "");
+        let before = after.map(|a| thread_id(tenant, a));
+        // A run in flight here may have a checkpoint of another status (an answered interrupt,
+        // a failed step being retried); it is asked for unfiltered and filtered below.
+        let query = ThreadQuery { prefix: prefix.clone(), before: before.clone(), status: None, limit };
+        let stored = self.runtime.checkpointer.threads(&query).await.map_err(|e| internal(&e))?;
+        // A full page ends at its last thread: later ones (in flight or not) belong to the next.
+        let cut = (stored.len() >= limit as usize).then(|| stored.last().map(|t| t.thread_id.clone())).flatten();
+        let live: Vec<String> = {
+            let map = self.live.lock().map_err(|_| RunError::Internal("runs lock poisoned".into()))?;
+            map.keys()
+                .filter(|t| t.starts_with(&prefix))
+                .filter(|t| before.as_ref().is_none_or(|b| *t < b))
+                .filter(|t| cut.as_ref().is_none_or(|c| *t >= c))
+                .cloned()
+                .collect()
+        };
+        let mut runs: Vec<(String, RunSummary)> = stored
+            .into_iter()
+            .map(|t| {
+                let pipeline = self.pipeline_of_graph(&t.graph).unwrap_or("unknown").to_owned();
+                let status = if live.contains(&t.thread_id) { ThreadStatus::Running } else { t.status };
+                let run_id = t.thread_id.strip_prefix(&prefix).unwrap_or_default().to_owned();
+                (t.thread_id, RunSummary { run_id, pipeline, status, steps: t.step })
+            })
+            .collect();
+        for thread in live {
+            if !runs.iter().any(|(t, _)| *t == thread) {
+                let run_id = thread.strip_prefix(&prefix).unwrap_or_default().to_owned();
+                let summary = RunSummary { run_id, pipeline: String::new(), status: ThreadStatus::Running, steps: 0 };
+                runs.push((thread, summary));
+            }
+        }
+        runs.retain(|(_, r)| status.is_none_or(|s| r.status == s));
+        runs.sort_by(|a, b| b.0.cmp(&a.0));
+        runs.truncate(limit as usize);
+        let next_after = if runs.len() >= limit as usize {
+            runs.last().map(|(_, r)| r.run_id.clone())
+        } else {
+            cut.and_then(|c| c.strip_prefix(&prefix).map(str::to_owned))
+        };
+        Ok(RunPage { runs: runs.into_iter().map(|(_, r)| r).collect(), next_after })
+    }
+
+    async fn latest(&self, thread: &str) -> Result<Option<Checkpoint>, RunError> {
+        self.runtime.checkpointer.latest(thread).await.map_err(|e| internal(&e))
+    }
+
+    fn is_live(&self, thread: &str) -> bool {
+        self.live.lock().map(|live| live.contains_key(thread)).unwrap_or(false)
+    }
+
+    fn status_of(&self, thread: &str, checkpoint: &Checkpoint) -> ThreadStatus {
+        if self.is_live(thread) { ThreadStatus::Running } else { checkpoint.status }
+    }
+
+    /// Marks a run in flight; refused (`stale_checkpoint`) when it already is: an interrupt was
+    /// answered and the run goes on from that answer.
+    fn track(&self, thread: &str) -> Result<(), RunError> {
+        let mut live = self.live.lock().map_err(|_| RunError::Internal("runs lock poisoned".into()))?;
+        if live.contains_key(thread) {
+            return Err(RunError::Refused(Rejection::new(
+                Code::StaleCheckpoint,
+                "the run is already going on from an answer; read its status again",
+            )));
+        }
+        live.insert(thread.to_owned(), Live::default());
+        Ok(())
+    }
+
+    /// The `on_event` callback of a run: keeps the event, copies it to the subscribers, and
+    /// forgets the run after `finished`.
+    fn feeder(&self, thread: String) -> impl Fn(&Event) + Send + 'static {
+        let live = self.live.clone();
+        move |event: &Event| {
+            let Ok(mut map) = live.lock() else { return };
+            let finished = matches!(event, Event::Finished { .. });
+            if let Some(entry) = map.get_mut(&thread) {
+                entry.subscribers.retain(|s| s.send(event.clone()).is_ok());
+                if !finished {
+                    entry.events.push(event.clone());
+                }
+            }
+            if finished {
+                map.remove(&thread);
+            }
+        }
+    }
+
+    /// Who a run acts for: the recorded starter of a pipeline with a `starter_field` or of a
+    /// workflow (a run without one, or with another tenant's, is refused rather than run as
+    /// someone else); other pipelines act for the tenant.
+    fn starter_of(&self, pipeline: &str, tenant: &str, checkpoint: &Checkpoint) -> Result<Principal, RunError> {
+        let field = match pipeline {
+            "workflow" => WORKFLOW_REQUESTER,
+            other => match self.pipeline(other).and_then(|p| p.starter_field) {
+                Some(field) => field,
+                None => return Ok(Principal::new("", tenant, &[], &[])),
+            },
+        };
+        let recorded = checkpoint.state.get(field).cloned().unwrap_or(Value::Null);
+        match serde_json::from_value::<Principal>(recorded) {
+            Ok(p) if p.tenant == tenant => Ok(p),
+            _ => Err(RunError::Internal("the run has no starter of this tenant in its state".into())),
+        }
+    }
+
+    /// The API name of the pipeline that wrote `checkpoint`.
+    fn pipeline_of(&self, checkpoint: &Checkpoint) -> Option<&'static str> {
+        self.pipeline_of_graph(&checkpoint.graph)
+    }
+
+    /// The API name of the pipeline of `graph` (`name@hash`).
+    fn pipeline_of_graph(&self, graph: &str) -> Option<&'static str> {
+        if graph.starts_with("workflow/") {
+            return Some("workflow");
+        }
+        let graph = graph.split('@').next().unwrap_or_default();
+        self.pipelines.iter().find(|p| p.graph == graph).map(|p| p.name)
+    }
+}
+
+fn not_found(run_id: &str) -> RunError {
+    RunError::NotFound(format!("no run `{run_id}`"))
+}
