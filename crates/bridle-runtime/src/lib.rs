@@ -20,6 +20,7 @@ pub mod feedback;
 pub mod gate;
 pub mod graph;
 pub mod history;
+pub mod hook;
 pub mod jobs;
 pub mod kill;
 pub mod lab;

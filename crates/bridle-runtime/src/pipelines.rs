@@ -3,3 +3,14 @@
 
 pub mod analysis;
 pub mod fab;
+
+/// A pipeline's graph could not be assembled (an agent's output schema, the graph's wiring).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PipelineError {
+    /// An agent's output schema does not compile.
+    #[error(transparent)]
+    Agent(#[from] crate::agent::AgentError),
+    /// The graph is not well formed.
+    #[error(transparent)]
+    Graph(#[from] crate::graph::GraphError),
+}

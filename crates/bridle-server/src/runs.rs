@@ -131,7 +131,7 @@ impl Runs {
                 let recorder =
                     Recorder::new(self.runtime.stores.decisions.clone(), &starter.tenant, &self.runtime.config);
                 analysis_graph_recorded(llm, AnalysisOptions::default(), recorder)
-                    .map_err(|e| RunError::Internal(e.clone()))
+                    .map_err(|e| RunError::Internal(e.to_string()))
             }
             "fab" => fab_graph(
                 self.runtime.gate.clone(),
@@ -139,7 +139,7 @@ impl Runs {
                 starter.clone(),
                 FabOptions::from_config(&self.runtime.config),
             )
-            .map_err(RunError::Internal),
+            .map_err(|e| RunError::Internal(e.to_string())),
             other => Err(RunError::Refused(Rejection::new(Code::BadRequest, format!("no pipeline `{other}`")))),
         }
     }

@@ -392,7 +392,7 @@ fn load_policy(
         }
     }
     let expectations =
-        raw.expectations.as_ref().and_then(|path| match files.read(path).and_then(|t| parse_expectations(&t)) {
+        raw.expectations.as_ref().and_then(|path| match files.read(path).map_err(|e| e.to_string()).and_then(|t| parse_expectations(&t).map_err(|e| e.to_string())) {
             Ok(x) => Some(x),
             Err(e) => {
                 errors.push("policy.expectations", format!("`{path}`: {e}"));

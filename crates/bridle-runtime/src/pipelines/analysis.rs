@@ -22,6 +22,7 @@ use crate::agent::{Agent, AgentSpec, CallOptions, DecisionContext};
 use crate::graph::{
     END, Graph, GraphBuilder, Kind, NodeError, NodeOptions, Reducer, START, State, StateSchema, Target, Update, node_fn,
 };
+use super::PipelineError;
 use crate::llm::{LlmClient, Message};
 
 /// The analysts, each a separate agent `analyst.{type}`.
@@ -105,7 +106,7 @@ impl Recorder {
 }
 
 /// Builds the graph over `client`. Input: `{"entity": "…", "data": {"signals": […]}}`.
-pub fn analysis_graph(client: Arc<dyn LlmClient>, options: AnalysisOptions) -> Result<Graph, String> {
+pub fn analysis_graph(client: Arc<dyn LlmClient>, options: AnalysisOptions) -> Result<Graph, PipelineError> {
     build(client, options, None)
 }
 
@@ -115,11 +116,11 @@ pub fn analysis_graph_recorded(
     client: Arc<dyn LlmClient>,
     options: AnalysisOptions,
     recorder: Recorder,
-) -> Result<Graph, String> {
+) -> Result<Graph, PipelineError> {
     build(client, options, Some(recorder))
 }
 
-fn build(client: Arc<dyn LlmClient>, options: AnalysisOptions, recorder: Option<Recorder>) -> Result<Graph, String> {
+fn build(client: Arc<dyn LlmClient>, options: AnalysisOptions, recorder: Option<Recorder>) -> Result<Graph, PipelineError> {
     let agents: Arc<Vec<(String, Agent)>> = Arc::new(
         ANALYSTS
             .iter()
@@ -132,7 +133,7 @@ fn build(client: Arc<dyn LlmClient>, options: AnalysisOptions, recorder: Option<
                     ),
                     analyst_schema(),
                 );
-                Agent::new(spec).map(|a| ((*t).to_owned(), a)).map_err(|e| e.to_string())
+                Agent::new(spec).map(|a| ((*t).to_owned(), a))
             })
             .collect::<Result<_, _>>()?,
     );
@@ -192,7 +193,7 @@ fn build(client: Arc<dyn LlmClient>, options: AnalysisOptions, recorder: Option<
         .edge("gather", "signals")
         .edge("synthesizer", END)
         .build()
-        .map_err(|e| e.to_string())
+        .map_err(PipelineError::from)
 }
 
 /// Signals from the input data: its `signals` list, else its keys.
