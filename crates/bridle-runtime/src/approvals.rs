@@ -265,11 +265,8 @@ impl Gate {
         let Some(read_tool) = tool.params.values().find_map(|r| r.max_delta.as_ref()).map(|d| &d.read_tool) else {
             return Ok(None);
         };
-        let reader = self
-            .config
-            .registry
-            .get(read_tool)
-            .ok_or_else(|| CurrentStateError::UnknownReadTool(read_tool.clone()))?;
+        let reader =
+            self.config.registry.get(read_tool).ok_or_else(|| CurrentStateError::UnknownReadTool(read_tool.clone()))?;
         if reader.mode != Mode::Read {
             return Err(CurrentStateError::NotARead(read_tool.clone()));
         }

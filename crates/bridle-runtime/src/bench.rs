@@ -305,4 +305,3 @@ fn remove_db(file: &std::path::Path) {
         let _ = std::fs::remove_file(PathBuf::from(name));
     }
 }
-

@@ -72,9 +72,8 @@ fn embedded(files: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> 
 
 /// Loads `bridle.toml` from disk; referenced paths are relative to its directory.
 pub fn from_path(path: &Path) -> Result<Config, ConfigErrors> {
-    let text = read_text(path).map_err(|e| {
-        ConfigErrors(vec![ConfigError { at: path.display().to_string(), message: e.to_string() }])
-    })?;
+    let text = read_text(path)
+        .map_err(|e| ConfigErrors(vec![ConfigError { at: path.display().to_string(), message: e.to_string() }]))?;
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let base = dir.clone();
     let files = move |rel: &str| read_text(&resolve(&dir, rel));

@@ -90,7 +90,8 @@ impl Fixture {
         let model = Arc::new(ScriptedModel::from_toml_str(script).map_err(|e| format!("script: {e}"))?);
         let mut options = FabOptions::from_config(&self.config);
         options.llm_timeout = DEMO_LLM_TIMEOUT;
-        let graph = fab_graph(gate.clone(), model.clone(), self.requester.clone(), options).map_err(|e| e.to_string())?;
+        let graph =
+            fab_graph(gate.clone(), model.clone(), self.requester.clone(), options).map_err(|e| e.to_string())?;
         Ok(Rig { gate, fab, model, graph, thread: format!("fab-demo/{}/{scenario}", self.tag) })
     }
 

@@ -237,7 +237,10 @@ pub async fn scan_records(
                             }
                             Err(error) => {
                                 tracing::warn!(hook = hook.name(), %error, "drift hook failed");
-                                events.push(event("hook_failed", Some(json!({"hook": hook.name(), "error": error.to_string()}))));
+                                events.push(event(
+                                    "hook_failed",
+                                    Some(json!({"hook": hook.name(), "error": error.to_string()})),
+                                ));
                             }
                         }
                     }

@@ -29,13 +29,15 @@ pub struct ConfiguredAdapter {
 fn credential(executor: &Executor) -> Result<Option<String>, SetupError> {
     let owner = || format!("executor `{}`", executor.name);
     if let Some(var) = &executor.credential_env {
-        let value =
-            std::env::var(var).map_err(|_| SetupError::CredentialEnv { owner: owner(), var: var.clone() })?;
+        let value = std::env::var(var).map_err(|_| SetupError::CredentialEnv { owner: owner(), var: var.clone() })?;
         return Ok(Some(value.trim().to_owned()));
     }
     if let Some(path) = &executor.credential_file {
-        let value = std::fs::read_to_string(path)
-            .map_err(|cause| SetupError::CredentialFile { owner: owner(), path: path.clone(), cause })?;
+        let value = std::fs::read_to_string(path).map_err(|cause| SetupError::CredentialFile {
+            owner: owner(),
+            path: path.clone(),
+            cause,
+        })?;
         return Ok(Some(value.trim().to_owned()));
     }
     Ok(None)
@@ -57,12 +59,11 @@ impl ConfiguredAdapter {
             let Some(contract) = config.registry.get(tool) else { continue };
             match route {
                 ToolRoute::Http { adapter, method, path, body } => {
-                    let method = reqwest::Method::from_bytes(method.as_bytes())
-                        .map_err(|e| SetupError::Method {
-                            tool: tool.clone(),
-                            method: method.clone(),
-                            cause: e.to_string(),
-                        })?;
+                    let method = reqwest::Method::from_bytes(method.as_bytes()).map_err(|e| SetupError::Method {
+                        tool: tool.clone(),
+                        method: method.clone(),
+                        cause: e.to_string(),
+                    })?;
                     let entry = HttpTool {
                         mode: contract.mode,
                         executor: contract.executor.clone(),
@@ -71,13 +72,10 @@ impl ConfiguredAdapter {
                         body: *body,
                     };
                     http_tools.entry(adapter).or_default().insert(tool.clone(), entry);
-                    let executor = config
-                        .executors
-                        .get(&contract.executor)
-                        .ok_or_else(|| SetupError::NoExecutor {
-                            tool: tool.clone(),
-                            executor: contract.executor.clone(),
-                        })?;
+                    let executor = config.executors.get(&contract.executor).ok_or_else(|| SetupError::NoExecutor {
+                        tool: tool.clone(),
+                        executor: contract.executor.clone(),
+                    })?;
                     if let Some(secret) = credential(executor)? {
                         credentials.entry(adapter).or_default().insert(executor.name.clone(), secret);
                     }

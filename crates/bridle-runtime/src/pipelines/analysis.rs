@@ -18,11 +18,11 @@ use serde_json::{Value, json};
 use bridle_core::Code;
 use bridle_core::ports::DecisionLog;
 
+use super::PipelineError;
 use crate::agent::{Agent, AgentSpec, CallOptions, DecisionContext};
 use crate::graph::{
     END, Graph, GraphBuilder, Kind, NodeError, NodeOptions, Reducer, START, State, StateSchema, Target, Update, node_fn,
 };
-use super::PipelineError;
 use crate::llm::{LlmClient, Message};
 
 /// The analysts, each a separate agent `analyst.{type}`.
@@ -120,7 +120,11 @@ pub fn analysis_graph_recorded(
     build(client, options, Some(recorder))
 }
 
-fn build(client: Arc<dyn LlmClient>, options: AnalysisOptions, recorder: Option<Recorder>) -> Result<Graph, PipelineError> {
+fn build(
+    client: Arc<dyn LlmClient>,
+    options: AnalysisOptions,
+    recorder: Option<Recorder>,
+) -> Result<Graph, PipelineError> {
     let agents: Arc<Vec<(String, Agent)>> = Arc::new(
         ANALYSTS
             .iter()

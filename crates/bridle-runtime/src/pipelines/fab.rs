@@ -32,10 +32,10 @@ use bridle_core::contract::Mode;
 use bridle_core::diagnosis::{DiagnosisSettings, FallbackRule};
 use serde_json::Value;
 
+use super::PipelineError;
 use crate::agent::Agent;
 use crate::gate::Gate;
 use crate::graph::{END, Graph, GraphBuilder, Kind, NodeOptions, Reducer, START, State, StateSchema, Target, node_fn};
-use super::PipelineError;
 use crate::llm::LlmClient;
 
 pub use agents::{ADVISOR, DIAGNOSTICIAN, diagnosis_schema};
@@ -127,8 +127,7 @@ pub fn fab_graph(
         None => actions,
     };
     let template = |id: &str| registered.get(id).map(|a| a.prompt.clone());
-    let diagnostician =
-        Agent::new(agents::diagnostician(template(DIAGNOSTICIAN).as_deref()))?;
+    let diagnostician = Agent::new(agents::diagnostician(template(DIAGNOSTICIAN).as_deref()))?;
     let advisor = Agent::new(agents::advisor(&actions, template(ADVISOR).as_deref()))?;
     let max_rounds = options.diagnosis.max_rounds.max(1);
     let fab = Arc::new(Fab { gate, client, principal, options, diagnostician, advisor });

@@ -55,7 +55,6 @@ fn answer(request: &ApprovalRequest) -> Result<Json<Value>, ApiError> {
     Ok(Json(json!({"approval": serde_json::to_value(request)?})))
 }
 
-
 /// Pending approval requests of the caller's tenant.
 #[utoipa::path(
     get, path = "/v1/approvals", tag = "approvals",

@@ -92,10 +92,7 @@ pub async fn call(
     match (body.tool, body.answer) {
         (Some(tool), None) => {
             let request = CallRequest { tool, arguments: Value::Object(body.arguments.unwrap_or_default()), ..base };
-            let outcome = run_gate(&state.gate, caller, run, vec![request])
-                .await?
-                .pop()
-                .ok_or(NoOutcome)?;
+            let outcome = run_gate(&state.gate, caller, run, vec![request]).await?.pop().ok_or(NoOutcome)?;
             Ok(Json(serde_json::to_value(outcome)?))
         }
         (None, Some(answer)) => {

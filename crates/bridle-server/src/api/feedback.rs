@@ -155,13 +155,7 @@ pub async fn list(
     if !(1..=MAX_LIMIT).contains(&limit) {
         return Err(ApiError::bad_request(format!("`limit` must be between 1 and {MAX_LIMIT}")));
     }
-    let records = state
-        .gate
-        .stores()
-        .feedback
-        .feedback(&caller.0.tenant, query.decision_id.as_deref(), limit)
-        .await?;
-    let feedback =
-        records.iter().map(serde_json::to_value).collect::<Result<_, _>>()?;
+    let records = state.gate.stores().feedback.feedback(&caller.0.tenant, query.decision_id.as_deref(), limit).await?;
+    let feedback = records.iter().map(serde_json::to_value).collect::<Result<_, _>>()?;
     Ok(Json(FeedbackList { feedback }))
 }

@@ -95,8 +95,7 @@ pub async fn lift(
 ) -> Result<Json<Value>, ApiError> {
     caller.require_any(&[SCOPE_KILL_LIFT])?;
     let (scope, reason) = scope(&caller, &body)?;
-    let report = bridle_runtime::kill::lift(&state.gate, &caller.0.subject, scope, &reason)
-        .await?;
+    let report = bridle_runtime::kill::lift(&state.gate, &caller.0.subject, scope, &reason).await?;
     Ok(Json(json!({"kill": report})))
 }
 

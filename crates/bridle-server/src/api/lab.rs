@@ -6,9 +6,9 @@
 
 use axum::Json;
 use axum::extract::State;
+use bridle_core::RunContext;
 use bridle_core::lab::loop_lab::{Goal, LoopInput};
 use bridle_core::lab::{Lang, STEP_COUNTS, check_max_rounds, check_seed, check_steps, prompt};
-use bridle_core::RunContext;
 use bridle_runtime::check::{WORKBENCH_PRINCIPAL, workbench_principal};
 use bridle_runtime::lab::{check_plan, judge, replay_loop};
 use serde::Deserialize;
@@ -347,8 +347,8 @@ pub async fn run_judge(_caller: Caller, JsonBody(body): JsonBody<JudgeBody>) -> 
 pub async fn build_prompt(_caller: Caller, JsonBody(body): JsonBody<PromptBody>) -> Result<Json<Value>, ApiError> {
     let lang = Lang::from(body.lang);
     // Every limit given is checked, whichever lab reads it.
-    let rounds =
-        check_max_rounds(body.max_rounds.map_or(10, |n| usize::try_from(n).unwrap_or(usize::MAX))).map_err(ApiError::unprocessable)?;
+    let rounds = check_max_rounds(body.max_rounds.map_or(10, |n| usize::try_from(n).unwrap_or(usize::MAX)))
+        .map_err(ApiError::unprocessable)?;
     let steps = check_steps(body.steps.map_or(5, |n| n.0)).map_err(ApiError::unprocessable)?;
     let seed = body.seed.unwrap_or(1);
     check_seed(seed).map_err(ApiError::unprocessable)?;

@@ -309,8 +309,7 @@ pub async fn start(
             runs.start_workflow(&caller.0, name, input.get("input").cloned().unwrap_or_default())
         }
         _ => runs.start(&caller.0, pipeline, input),
-    }
-    ?;
+    }?;
     Ok((StatusCode::ACCEPTED, Json(RunAccepted { run_id, status: "running".into() })))
 }
 
@@ -343,10 +342,7 @@ pub async fn list(
     {
         return Err(ApiError::bad_request("`after` must be a run id"));
     }
-    let page = runs
-        .list(&caller.0.tenant, query.after.as_deref(), query.status.map(ThreadStatus::from), limit)
-        .await
-        ?;
+    let page = runs.list(&caller.0.tenant, query.after.as_deref(), query.status.map(ThreadStatus::from), limit).await?;
     let items = page
         .runs
         .into_iter()
@@ -473,9 +469,7 @@ pub async fn decisions(
     if !(1..=MAX_LIMIT).contains(&limit) {
         return Err(ApiError::bad_request(format!("`limit` must be between 1 and {MAX_LIMIT}")));
     }
-    let records =
-        state.gate.stores().decisions.recent(&caller.0.tenant, limit).await?;
-    let decisions =
-        records.iter().map(serde_json::to_value).collect::<Result<_, _>>()?;
+    let records = state.gate.stores().decisions.recent(&caller.0.tenant, limit).await?;
+    let decisions = records.iter().map(serde_json::to_value).collect::<Result<_, _>>()?;
     Ok(Json(DecisionList { decisions }))
 }
