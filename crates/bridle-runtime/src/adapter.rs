@@ -109,3 +109,16 @@ pub fn from_config(config: &Config) -> Result<Arc<dyn bridle_core::ports::Adapte
     }
     Ok(Arc::new(ConfiguredAdapter::from_config(config, router)?))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn setup_errors_name_what_needs_the_credential() {
+        let e = SetupError::CredentialEnv { owner: "executor `orders`".to_owned(), var: "ORDERS_TOKEN".to_owned() };
+        assert_eq!(e.to_string(), "executor `orders`: environment variable `ORDERS_TOKEN` is not set");
+        let e = SetupError::NoAdapter { kind: "MCP", name: "docs".to_owned() };
+        assert_eq!(e.to_string(), "no MCP adapter `docs`");
+    }
+}

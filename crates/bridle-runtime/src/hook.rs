@@ -41,3 +41,17 @@ impl From<&str> for HookError {
         Self::Failed(message.to_owned())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hook_error_reads_as_the_report_shows_it() {
+        assert_eq!(HookError::Poisoned("task graph").to_string(), "task graph lock poisoned");
+        assert_eq!(HookError::from(DeliveryError::Status(503)).to_string(), "status 503");
+        assert_eq!(HookError::from("receiver down").to_string(), "receiver down");
+        let io = HookError::Io { path: "/snap".to_owned(), cause: std::io::Error::other("disk full") };
+        assert_eq!(io.to_string(), "`/snap`: disk full");
+    }
+}

@@ -290,6 +290,23 @@ mod tests {
     }
 
     #[test]
+    fn the_from_table_keeps_codes_and_hides_causes() {
+        let store = ApiError::from(StoreError::Unavailable("postgres://secret@db".to_owned()));
+        assert_eq!((store.status, store.code), (StatusCode::INTERNAL_SERVER_ERROR, Code::InternalError));
+        assert!(!store.message.contains("secret"), "{}", store.message);
+        let lab = ApiError::from(LabError::Invalid(Rejection::new(Code::TooManyRounds, "at most 10 rounds")));
+        assert_eq!((lab.status, lab.code), (StatusCode::UNPROCESSABLE_ENTITY, Code::TooManyRounds));
+        let unknown = ApiError::from(CollectError::UnknownDecision("d-1".to_owned()));
+        assert_eq!((unknown.status, unknown.message.as_str()), (StatusCode::NOT_FOUND, "no decision `d-1`"));
+        let bad = ApiError::from(RunError::Refused(Rejection::new(Code::BadRequest, "no pipeline `x`")));
+        assert_eq!((bad.status, bad.code), (StatusCode::BAD_REQUEST, Code::BadRequest));
+        let stale = ApiError::from(RunError::Refused(Rejection::new(Code::StaleCheckpoint, "moved on")));
+        assert_eq!((stale.status, stale.code), (StatusCode::CONFLICT, Code::StaleCheckpoint));
+        let denied = ApiError::from(ApprovalError::Refused(Rejection::new(Code::ApproverDenied, "requester")));
+        assert_eq!((denied.status, denied.code), (StatusCode::FORBIDDEN, Code::ApproverDenied));
+    }
+
+    #[test]
     fn every_error_status_has_a_server_code() {
         for n in 400..600u16 {
             let Ok(status) = StatusCode::from_u16(n) else { continue };

@@ -662,6 +662,8 @@ mod tests {
     fn placeholders_are_found_and_braces_must_balance() {
         assert_eq!(placeholders("/a/{x}/b/{y}").ok(), Some(vec!["x", "y"]));
         assert_eq!(placeholders("/plain").ok(), Some(vec![]));
+        assert_eq!(placeholders("/a/{x").map_err(|e| e.to_string()), Err("unclosed `{` in `/a/{x`".to_owned()));
+        assert_eq!(placeholders("/a}"), Err(PlaceholderError::Unbalanced("/a}".to_owned())));
         for bad in ["/a/{x", "/a/x}", "/{}", "/{{x}}"] {
             assert!(placeholders(bad).is_err(), "{bad}");
         }

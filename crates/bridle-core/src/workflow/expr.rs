@@ -218,7 +218,9 @@ mod tests {
     #[test]
     fn a_non_boolean_condition_is_an_error() {
         let e = Expr::compile("a", &keys(&["a"])).unwrap();
-        assert!(e.eval_bool(json!({"a": 1}).as_object().unwrap()).is_err());
+        let err = e.eval_bool(json!({"a": 1}).as_object().unwrap()).unwrap_err();
+        assert_eq!(err, ExprError::NotBool { expr: "a".to_owned(), value: json!(1) });
+        assert_eq!(err.to_string(), "`a` gave `1`, not a boolean");
         let e = Expr::compile("a.missing > 1", &keys(&["a"])).unwrap();
         assert!(e.eval_bool(json!({"a": {}}).as_object().unwrap()).is_err());
     }
