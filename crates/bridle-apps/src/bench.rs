@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
+use bridle_core::Rejection;
 use bridle_core::ports::{Checkpointer, StoreError};
 use bridle_runtime::checkpoint::{MemoryCheckpointer, SqliteCheckpointer, Strictness};
 use bridle_runtime::graph::{
@@ -20,6 +21,32 @@ use bridle_runtime::graph::{
 };
 use serde::Serialize;
 use serde_json::{Value, json};
+
+/// Why a benchmark stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// A benchmark graph is not well formed.
+    #[error(transparent)]
+    Graph(#[from] bridle_runtime::graph::GraphError),
+    /// A run was refused or failed.
+    #[error("{0}")]
+    Run(Rejection),
+    /// The paused shape did not pause.
+    #[error("no interrupt")]
+    NoInterrupt,
+    /// The checkpointer could not be opened.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The raw SQLite measure failed.
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+}
+
+impl From<Rejection> for BenchError {
+    fn from(r: Rejection) -> Self {
+        Self::Run(r)
+    }
+}
 
 /// One measured quantity.
 #[derive(Debug, Clone, Serialize)]
@@ -64,16 +91,16 @@ fn inc() -> Arc<dyn Node> {
     node_fn(|s: State, _| async move { Ok(Update::new().set("count", s.int("count") + 1)) })
 }
 
-fn chain(n: usize) -> Result<Graph, String> {
+fn chain(n: usize) -> Result<Graph, BenchError> {
     let mut b = GraphBuilder::new("bench-chain", counter()).edge(START, "n0");
     for i in 0..n {
         let next = if i + 1 == n { END.to_owned() } else { format!("n{}", i + 1) };
         b = b.node(&format!("n{i}"), inc()).edge(&format!("n{i}"), &next);
     }
-    b.build().map_err(|e| e.to_string())
+    b.build().map_err(BenchError::from)
 }
 
-fn fanout() -> Result<Graph, String> {
+fn fanout() -> Result<Graph, BenchError> {
     GraphBuilder::new("bench-fanout", counter())
         .node("dispatch", node_fn(|_, _| async { Ok(Update::new()) }))
         .node("branch", node_fn(|s: State, _| async move { Ok(Update::new().set("results", vec![s.int("i")])) }))
@@ -83,12 +110,12 @@ fn fanout() -> Result<Graph, String> {
         .edge("branch", "join")
         .edge("join", END)
         .build()
-        .map_err(|e| e.to_string())
+        .map_err(BenchError::from)
 }
 
 const LOOP_ITERATIONS: i64 = 50;
 
-fn looping() -> Result<Graph, String> {
+fn looping() -> Result<Graph, BenchError> {
     GraphBuilder::new("bench-loop", counter())
         .node_with("step", inc(), bridle_runtime::graph::NodeOptions::default().max_iterations(1000))
         .edge(START, "step")
@@ -97,10 +124,10 @@ fn looping() -> Result<Graph, String> {
         })
         .recursion_limit(1000)
         .build()
-        .map_err(|e| e.to_string())
+        .map_err(BenchError::from)
 }
 
-fn pausing() -> Result<Graph, String> {
+fn pausing() -> Result<Graph, BenchError> {
     GraphBuilder::new("bench-pause", counter())
         .node("a", inc())
         .node("b", inc())
@@ -111,11 +138,11 @@ fn pausing() -> Result<Graph, String> {
         .edge("c", END)
         .interrupt_before("b")
         .build()
-        .map_err(|e| e.to_string())
+        .map_err(BenchError::from)
 }
 
 /// Runs every shape and returns the report. `dir` holds the SQLite files (deleted after).
-pub async fn runtime(plan: Plan, dir: &std::path::Path) -> Result<Report, String> {
+pub async fn runtime(plan: Plan, dir: &std::path::Path) -> Result<Report, BenchError> {
     let mut results = BTreeMap::new();
     let mut thread = 0u64;
     let mut next_thread = move || {
@@ -131,7 +158,7 @@ pub async fn runtime(plan: Plan, dir: &std::path::Path) -> Result<Report, String
     let per_run = sample(plan.samples, plan.batch, || {
         let id = next_thread();
         let g = chain10.clone();
-        async move { g.invoke(RunConfig::new(&id), Value::Null).await.map(drop).map_err(|e| e.to_string()) }
+        async move { g.invoke(RunConfig::new(&id), Value::Null).await.map(drop).map_err(BenchError::from) }
     })
     .await?;
     results.insert("linear_invoke_us_per_run", us(&per_run, 1.0));
@@ -139,14 +166,14 @@ pub async fn runtime(plan: Plan, dir: &std::path::Path) -> Result<Report, String
     let s = sample(plan.samples, plan.batch, || {
         let id = next_thread();
         let g = single.clone();
-        async move { g.invoke(RunConfig::new(&id), Value::Null).await.map(drop).map_err(|e| e.to_string()) }
+        async move { g.invoke(RunConfig::new(&id), Value::Null).await.map(drop).map_err(BenchError::from) }
     })
     .await?;
     results.insert("single_node_invoke_us_per_run", us(&s, 1.0));
     let s = sample(plan.samples, plan.batch, || {
         let id = next_thread();
         let g = fan.clone();
-        async move { g.invoke(RunConfig::new(&id), Value::Null).await.map(drop).map_err(|e| e.to_string()) }
+        async move { g.invoke(RunConfig::new(&id), Value::Null).await.map(drop).map_err(BenchError::from) }
     })
     .await?;
     results.insert("fanout_send_us_per_run", us(&s, 1.0));
@@ -155,7 +182,7 @@ pub async fn runtime(plan: Plan, dir: &std::path::Path) -> Result<Report, String
     let s = sample(plan.samples, plan.batch / 10 + 1, || {
         let id = next_thread();
         let g = lp.clone();
-        async move { g.invoke(RunConfig::new(&id), Value::Null).await.map(drop).map_err(|e| e.to_string()) }
+        async move { g.invoke(RunConfig::new(&id), Value::Null).await.map(drop).map_err(BenchError::from) }
     })
     .await?;
     results.insert("loop_us_per_iteration", us(&s, iterations));
@@ -164,7 +191,7 @@ pub async fn runtime(plan: Plan, dir: &std::path::Path) -> Result<Report, String
     let s = sample(plan.samples, plan.batch, || {
         let config = RunConfig::new(&next_thread()).checkpointer(memory.clone());
         let g = chain10.clone();
-        async move { g.invoke(config, Value::Null).await.map(drop).map_err(|e| e.to_string()) }
+        async move { g.invoke(config, Value::Null).await.map(drop).map_err(BenchError::from) }
     })
     .await?;
     results.insert("linear_memory_saver_us_per_step", us(&s, 10.0));
@@ -175,11 +202,11 @@ pub async fn runtime(plan: Plan, dir: &std::path::Path) -> Result<Report, String
     ] {
         let file = dir.join(format!("bench-{strictness:?}.db"));
         let url = format!("sqlite://{}", file.display());
-        let saver: Arc<dyn Checkpointer> = Arc::new(SqliteCheckpointer::open(&url, strictness).await.map_err(text)?);
+        let saver: Arc<dyn Checkpointer> = Arc::new(SqliteCheckpointer::open(&url, strictness).await?);
         let s = sample(plan.samples, plan.disk_batch, || {
             let config = RunConfig::new(&next_thread()).checkpointer(saver.clone());
             let g = chain10.clone();
-            async move { g.invoke(config, Value::Null).await.map(drop).map_err(|e| e.to_string()) }
+            async move { g.invoke(config, Value::Null).await.map(drop).map_err(BenchError::from) }
         })
         .await?;
         results.insert(step_key, us(&s, 10.0));
@@ -188,9 +215,9 @@ pub async fn runtime(plan: Plan, dir: &std::path::Path) -> Result<Report, String
             let config = RunConfig::new(&id).checkpointer(saver.clone());
             let g = pause.clone();
             async move {
-                let paused = g.invoke(config.clone(), Value::Null).await.map_err(|e| e.to_string())?;
-                let interrupt = paused.interrupts.first().map(|i| i.id.clone()).ok_or("no interrupt")?;
-                g.resume_invoke(config, &interrupt, Value::Null).await.map(drop).map_err(|e| e.to_string())
+                let paused = g.invoke(config.clone(), Value::Null).await.map_err(BenchError::from)?;
+                let interrupt = paused.interrupts.first().map(|i| i.id.clone()).ok_or(BenchError::NoInterrupt)?;
+                g.resume_invoke(config, &interrupt, Value::Null).await.map(drop).map_err(BenchError::from)
             }
         })
         .await?;
@@ -200,17 +227,17 @@ pub async fn runtime(plan: Plan, dir: &std::path::Path) -> Result<Report, String
     }
     for (sync, key) in [("FULL", "sqlite_raw_commit_full_us"), ("NORMAL", "sqlite_raw_commit_normal_us")] {
         let file = dir.join(format!("raw-{key}.db"));
-        results.insert(key, us(&raw_commits(&file, sync, plan).map_err(|e| e.to_string())?, 1.0));
+        results.insert(key, us(&raw_commits(&file, sync, plan).map_err(BenchError::from)?, 1.0));
         remove_db(&file);
     }
     Ok(Report { results })
 }
 
 /// `samples` means over `batch` runs each, after one warm-up batch; seconds per run.
-async fn sample<F, Fut>(samples: usize, batch: usize, mut run: F) -> Result<Vec<f64>, String>
+async fn sample<F, Fut>(samples: usize, batch: usize, mut run: F) -> Result<Vec<f64>, BenchError>
 where
     F: FnMut() -> Fut,
-    Fut: Future<Output = Result<(), String>>,
+    Fut: Future<Output = Result<(), BenchError>>,
 {
     let batch = batch.max(1);
     for _ in 0..batch {
@@ -276,8 +303,4 @@ fn remove_db(file: &std::path::Path) {
         name.push(suffix);
         let _ = std::fs::remove_file(PathBuf::from(name));
     }
-}
-
-fn text(e: StoreError) -> String {
-    e.to_string()
 }

@@ -84,13 +84,14 @@ impl Fixture {
     }
 
     /// The pipeline over a fresh simulator and the named script.
-    pub fn rig(&self, scenario: &str, script: &str) -> Result<Rig, String> {
+    pub(crate) fn rig(&self, scenario: &str, script: &str) -> Result<Rig, String> {
         let fab = Arc::new(FabAdapter::from_config(&self.config));
         let gate = self.gate(fab.clone());
         let model = Arc::new(ScriptedModel::from_toml_str(script).map_err(|e| format!("script: {e}"))?);
         let mut options = FabOptions::from_config(&self.config);
         options.llm_timeout = DEMO_LLM_TIMEOUT;
-        let graph = fab_graph(gate.clone(), model.clone(), self.requester.clone(), options)?;
+        let graph =
+            fab_graph(gate.clone(), model.clone(), self.requester.clone(), options).map_err(|e| e.to_string())?;
         Ok(Rig { gate, fab, model, graph, thread: format!("fab-demo/{}/{scenario}", self.tag) })
     }
 
@@ -101,7 +102,7 @@ impl Fixture {
     }
 
     /// Audit events of one run, oldest first.
-    pub async fn events(&self, run_id: &str) -> Result<Vec<AuditEvent>, String> {
+    pub(crate) async fn events(&self, run_id: &str) -> Result<Vec<AuditEvent>, String> {
         let mut out = Vec::new();
         let mut after = 0;
         loop {
@@ -119,7 +120,7 @@ impl Fixture {
     }
 
     /// Decision records of one run, oldest first.
-    pub async fn decisions(&self, run_id: &str) -> Result<Vec<DecisionRecord>, String> {
+    pub(crate) async fn decisions(&self, run_id: &str) -> Result<Vec<DecisionRecord>, String> {
         let mut all = self
             .stores
             .decisions

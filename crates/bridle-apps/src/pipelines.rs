@@ -12,6 +12,17 @@ use bridle_runtime::llm::LlmClient;
 use bridle_runtime::runs::Pipeline;
 use bridle_runtime::runtime::Runtime;
 
+/// A pipeline's graph could not be assembled (an agent's output schema, the graph's wiring).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PipelineError {
+    /// An agent's output schema does not compile.
+    #[error(transparent)]
+    Agent(#[from] bridle_runtime::agent::AgentError),
+    /// The graph is not well formed.
+    #[error(transparent)]
+    Graph(#[from] bridle_runtime::graph::GraphError),
+}
+
 /// A pipeline graph that could not be built.
 type BuildError = Box<dyn std::error::Error + Send + Sync>;
 

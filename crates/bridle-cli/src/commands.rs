@@ -23,13 +23,39 @@ pub mod serve;
 pub mod token;
 pub mod validate;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
 use anyhow::Context;
 use bridle_core::config::Config;
 use bridle_runtime::audit::{HeadEnv, HeadPlan, Unanchored};
 use bridle_runtime::store::{Anchoring, Stores};
+
+/// The options every command takes, before or after its name (`--config`, `--db`, `--json`).
+#[derive(Debug, clap::Args)]
+pub struct Global {
+    /// Configuration file (default: the bundled checkout example).
+    #[arg(long, global = true, env = "BRIDLE_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Store URL: `sqlite://PATH`, `sqlite::memory:` or `memory` (overrides the config's store).
+    #[arg(long = "db", global = true, env = "BRIDLE_STORE_URL")]
+    pub db: Option<String>,
+    /// Print JSON instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+impl Global {
+    /// `--config`.
+    pub fn config(&self) -> Option<&Path> {
+        self.config.as_deref()
+    }
+
+    /// `--db`.
+    pub fn db(&self) -> Option<&str> {
+        self.db.as_deref()
+    }
+}
 
 /// The configuration at `path`, or the bundled default.
 pub fn config(path: Option<&Path>) -> anyhow::Result<Config> {

@@ -31,7 +31,7 @@ use crate::principal::Principal;
 
 pub use adapters::{
     AdapterSettings, CommandAdapterSettings, ContextField, HttpAdapterSettings, McpAdapterSettings, McpUpstream,
-    RequestBody, ToolRoute, placeholders,
+    PlaceholderError, RequestBody, ToolRoute, placeholders,
 };
 pub use audit::{AuditSettings, EvidenceMode};
 pub use bounds::{
@@ -50,12 +50,42 @@ pub use workflows::WorkflowSettings;
 /// Where referenced files (schemas, policies) come from: a directory, or an embedded bundle.
 pub trait Files {
     /// The text of `path` (relative to the config's directory).
-    fn read(&self, path: &str) -> Result<String, String>;
+    fn read(&self, path: &str) -> Result<String, FileError>;
 }
 
-impl<F: Fn(&str) -> Result<String, String>> Files for F {
-    fn read(&self, path: &str) -> Result<String, String> {
-        self(path)
+/// Any `Fn(&str) -> Result<String, E>` reads files, `E` being anything that converts to a
+/// [`FileError`] (the reader's own message, an I/O error).
+impl<F, E> Files for F
+where
+    F: Fn(&str) -> Result<String, E>,
+    E: Into<FileError>,
+{
+    fn read(&self, path: &str) -> Result<String, FileError> {
+        self(path).map_err(Into::into)
+    }
+}
+
+/// A referenced file that could not be read, in the reader's words (missing, too large, not
+/// UTF-8, not part of a bundle); the configuration error adds where it was referenced.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct FileError(pub String);
+
+impl From<String> for FileError {
+    fn from(message: String) -> Self {
+        Self(message)
+    }
+}
+
+impl From<&str> for FileError {
+    fn from(message: &str) -> Self {
+        Self(message.to_owned())
+    }
+}
+
+impl From<std::io::Error> for FileError {
+    fn from(e: std::io::Error) -> Self {
+        Self(e.to_string())
     }
 }
 

@@ -20,15 +20,19 @@ pub const MAX_DEPTH: usize = 32;
 /// Stack of the thread a recursive parser runs on (reserved, touched only as deep as used).
 pub const PARSER_STACK_BYTES: usize = 64 * 1024 * 1024;
 
+/// No thread could be started for a recursive parser.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot start a parser thread: {0}")]
+pub struct ParserThreadError(#[from] std::io::Error);
+
 /// Runs `f` on a scoped thread with [`PARSER_STACK_BYTES`] of stack and returns its result;
 /// `Err` when no thread can be started. A panic in `f` is resumed on the caller's thread.
-pub fn with_parser_stack<T: Send>(f: impl FnOnce() -> T + Send) -> Result<T, String> {
+pub fn with_parser_stack<T: Send>(f: impl FnOnce() -> T + Send) -> Result<T, ParserThreadError> {
     std::thread::scope(|s| {
         let handle = std::thread::Builder::new()
             .name("bridle-parser".to_owned())
             .stack_size(PARSER_STACK_BYTES)
-            .spawn_scoped(s, f)
-            .map_err(|e| format!("cannot start a parser thread: {e}"))?;
+            .spawn_scoped(s, f)?;
         handle.join().map_err(|e| std::panic::resume_unwind(e))
     })
 }

@@ -21,7 +21,7 @@ use crate::contract::{Registry, ToolContract};
 use crate::nesting;
 use crate::principal::Principal;
 
-pub use expectations::{PolicyExpectation, parse_expectations};
+pub use expectations::{ExpectationsError, PolicyExpectation, parse_expectations};
 
 /// Largest Cedar policy or schema text (bytes) the engine parses.
 pub const MAX_TEXT_BYTES: usize = 1024 * 1024;
@@ -83,7 +83,7 @@ impl PolicyEngine {
     ) -> Result<Self, Vec<String>> {
         // Cedar's parser and validator recurse on the (bounded) nesting: on a stack of their own.
         nesting::with_parser_stack(|| Self::load_here(schema_text, sources, registry, version))
-            .unwrap_or_else(|e| Err(vec![e]))
+            .unwrap_or_else(|e| Err(vec![e.to_string()]))
     }
 
     fn load_here(

@@ -22,7 +22,7 @@ use crate::code::Code;
 use crate::config::Config;
 use crate::verdict::Rejection;
 
-pub use expr::{Expr, MAX_SOURCE_BYTES as MAX_EXPR_BYTES, from_cel, to_cel};
+pub use expr::{Expr, ExprError, MAX_SOURCE_BYTES as MAX_EXPR_BYTES, from_cel, to_cel};
 
 /// Most iterations a `loop` node may allow.
 pub const MAX_LOOP_BOUND: u32 = 100;

@@ -27,6 +27,64 @@ pub use mcp::McpAdapter;
 pub use memory::{Fault, MemoryAdapter};
 pub use router::RouterAdapter;
 
+/// Why the adapters a configuration names could not be set up (checked at start-up, fail closed).
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// A credential's environment variable is not set; `owner` is what needs it
+    /// (``executor `name` ``, ``MCP adapter `name` ``).
+    #[error("{owner}: environment variable `{var}` is not set")]
+    CredentialEnv {
+        /// What needs the credential.
+        owner: String,
+        /// The variable.
+        var: String,
+    },
+    /// A credential file could not be read.
+    #[error("{owner}: cannot read credential file `{path}`: {cause}")]
+    CredentialFile {
+        /// What needs the credential.
+        owner: String,
+        /// The file.
+        path: String,
+        /// Why.
+        cause: std::io::Error,
+    },
+    /// A tool's HTTP method is not one.
+    #[error("tool `{tool}`: method `{method}`: {cause}")]
+    Method {
+        /// The tool.
+        tool: String,
+        /// The method as configured.
+        method: String,
+        /// Why it was refused.
+        cause: String,
+    },
+    /// A tool names an executor that is not configured.
+    #[error("tool `{tool}`: no executor `{executor}`")]
+    NoExecutor {
+        /// The tool.
+        tool: String,
+        /// The executor it names.
+        executor: String,
+    },
+    /// A tool names an adapter that is not configured; `kind` is `HTTP`, `command` or `MCP`.
+    #[error("no {kind} adapter `{name}`")]
+    NoAdapter {
+        /// The adapter's kind.
+        kind: &'static str,
+        /// Its name.
+        name: String,
+    },
+    /// The HTTP client of an adapter could not be built.
+    #[error("HTTP adapter `{name}`: {cause}")]
+    Client {
+        /// The adapter.
+        name: String,
+        /// The client's error.
+        cause: String,
+    },
+}
+
 /// The in-process adapters of a configuration: built-in tools run by [`BuiltinAdapter`], every
 /// other tool by a [`MemoryAdapter`] (returned too, so callers can inspect or fault it).
 pub fn in_process(config: &Config) -> (Arc<RouterAdapter>, Arc<MemoryAdapter>) {
@@ -38,7 +96,7 @@ pub fn in_process(config: &Config) -> (Arc<RouterAdapter>, Arc<MemoryAdapter>) {
 /// The adapter of a configuration: [`in_process`] (with the [`FabAdapter`] in place of the memory
 /// adapter under `[adapter] simulator = "fab"`) alone, or under a [`ConfiguredAdapter`] when
 /// tools name HTTP or command adapters. Reads those tools' credentials now.
-pub fn from_config(config: &Config) -> Result<Arc<dyn bridle_core::ports::Adapter>, String> {
+pub fn from_config(config: &Config) -> Result<Arc<dyn bridle_core::ports::Adapter>, SetupError> {
     let router: Arc<dyn bridle_core::ports::Adapter> = match config.simulator {
         Some(bridle_core::config::Simulator::Fab) => Arc::new(RouterAdapter::new(
             Arc::new(BuiltinAdapter::from_config(config)),
@@ -50,4 +108,17 @@ pub fn from_config(config: &Config) -> Result<Arc<dyn bridle_core::ports::Adapte
         return Ok(router);
     }
     Ok(Arc::new(ConfiguredAdapter::from_config(config, router)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn setup_errors_name_what_needs_the_credential() {
+        let e = SetupError::CredentialEnv { owner: "executor `orders`".to_owned(), var: "ORDERS_TOKEN".to_owned() };
+        assert_eq!(e.to_string(), "executor `orders`: environment variable `ORDERS_TOKEN` is not set");
+        let e = SetupError::NoAdapter { kind: "MCP", name: "docs".to_owned() };
+        assert_eq!(e.to_string(), "no MCP adapter `docs`");
+    }
 }

@@ -41,6 +41,23 @@ pub struct ApprovalDraft<'a> {
     pub expires_at: OffsetDateTime,
 }
 
+/// Why the current state of an approval's resource could not be read (the request is still shown).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CurrentStateError {
+    /// The tool's `max_delta.read_tool` is not registered.
+    #[error("read tool `{0}` is not registered")]
+    UnknownReadTool(String),
+    /// The tool's `max_delta.read_tool` changes state.
+    #[error("`{0}` is not a read tool")]
+    NotARead(String),
+    /// The read tool's adapter answered with an error.
+    #[error("cannot read the current state: {0}")]
+    Adapter(bridle_core::ports::AdapterError),
+    /// No answer within the read tool's timeout.
+    #[error("reading the current state timed out")]
+    Timeout,
+}
+
 /// A grant or rejection that was refused, or could not be evaluated.
 #[derive(Debug, thiserror::Error)]
 pub enum ApprovalError {
@@ -240,7 +257,7 @@ impl Gate {
     /// `Ok(None)`: nothing to compare with (the tool names no resource or no read tool).
     /// `Err(reason)`: the read failed (unregistered read tool, adapter down, timeout); the
     /// request itself is still shown.
-    pub async fn current_state(&self, request: &ApprovalRequest) -> Result<Option<Value>, String> {
+    pub async fn current_state(&self, request: &ApprovalRequest) -> Result<Option<Value>, CurrentStateError> {
         let Some(tool) = self.config.registry.get(&request.plan.tool) else { return Ok(None) };
         if tool.resource.is_none() {
             return Ok(None);
@@ -249,14 +266,14 @@ impl Gate {
             return Ok(None);
         };
         let reader =
-            self.config.registry.get(read_tool).ok_or_else(|| format!("read tool `{read_tool}` is not registered"))?;
+            self.config.registry.get(read_tool).ok_or_else(|| CurrentStateError::UnknownReadTool(read_tool.clone()))?;
         if reader.mode != Mode::Read {
-            return Err(format!("`{read_tool}` is not a read tool"));
+            return Err(CurrentStateError::NotARead(read_tool.clone()));
         }
         match read_state(self, &request.plan, reader, &request.plan.arguments).await {
             Ok(state) => Ok(Some(state)),
-            Err(ReadFailure::Adapter(e)) => Err(format!("cannot read the current state: {e}")),
-            Err(ReadFailure::Timeout) => Err("reading the current state timed out".to_owned()),
+            Err(ReadFailure::Adapter(e)) => Err(CurrentStateError::Adapter(e)),
+            Err(ReadFailure::Timeout) => Err(CurrentStateError::Timeout),
         }
     }
 

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use bridle_core::config::{Config, ConfigError, ConfigErrors, load};
+use bridle_core::config::{Config, ConfigError, ConfigErrors, FileError, load};
 
 macro_rules! example_files {
     ($dir:literal: $($path:literal),* $(,)?) => {
@@ -73,7 +73,7 @@ fn embedded(files: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> 
 /// Loads `bridle.toml` from disk; referenced paths are relative to its directory.
 pub fn from_path(path: &Path) -> Result<Config, ConfigErrors> {
     let text = read_text(path)
-        .map_err(|message| ConfigErrors(vec![ConfigError { at: path.display().to_string(), message }]))?;
+        .map_err(|e| ConfigErrors(vec![ConfigError { at: path.display().to_string(), message: e.to_string() }]))?;
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let base = dir.clone();
     let files = move |rel: &str| read_text(&resolve(&dir, rel));
@@ -103,30 +103,80 @@ fn resolve(dir: &Path, rel: &str) -> PathBuf {
 /// policy tests, prompts, model scripts, rule files and workflow files.
 pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
 
+/// Why a configuration's file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// Missing or unreadable.
+    #[error("cannot read `{path}`: {cause}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The OS error.
+        cause: std::io::Error,
+    },
+    /// A directory, FIFO, device or socket (never opened: it could hang start-up).
+    #[error("`{path}` is {kind}, not a regular file")]
+    NotRegular {
+        /// The file.
+        path: String,
+        /// What it is (`a FIFO`, `a device` …).
+        kind: &'static str,
+    },
+    /// Larger than the cap.
+    #[error("`{path}` has {len} bytes, more than the {max} a configuration file may have")]
+    TooLarge {
+        /// The file.
+        path: String,
+        /// Its size.
+        len: u64,
+        /// The cap.
+        max: u64,
+    },
+    /// Grew past the cap while read.
+    #[error("`{path}` has more than the {max} bytes a configuration file may have")]
+    GrewTooLarge {
+        /// The file.
+        path: String,
+        /// The cap.
+        max: u64,
+    },
+    /// Not UTF-8 text.
+    #[error("`{path}` is not UTF-8 (invalid byte at offset {offset})")]
+    NotUtf8 {
+        /// The file.
+        path: String,
+        /// Offset of the first invalid byte.
+        offset: usize,
+    },
+}
+
+impl From<ReadError> for FileError {
+    fn from(e: ReadError) -> Self {
+        FileError(e.to_string())
+    }
+}
+
 /// Reads a UTF-8 text file of at most [`MAX_FILE_BYTES`], naming the problem (missing,
 /// not a regular file, too large, unreadable, not UTF-8).
-pub fn read_text(path: &Path) -> Result<String, String> {
+pub fn read_text(path: &Path) -> Result<String, ReadError> {
     read_text_capped(path, MAX_FILE_BYTES)
 }
 
 /// [`read_text`] with another cap.
-pub fn read_text_capped(path: &Path, max: u64) -> Result<String, String> {
+pub fn read_text_capped(path: &Path, max: u64) -> Result<String, ReadError> {
     use std::io::Read;
-    let shown = path.display();
-    let cannot = |e: std::io::Error| format!("cannot read `{shown}`: {e}");
+    let shown = || path.display().to_string();
+    let cannot = |cause: std::io::Error| ReadError::Io { path: shown(), cause };
     // INVARIANT: the path is looked at before it is opened, and only a regular file is opened:
     // opening a FIFO waits for a writer and a device such as `/dev/zero` never ends, either of
     // which would hang start-up. The opened file is checked again (it may have been replaced in
     // between) and read with a cap, so nothing reads more than `max` + 1 bytes.
-    let regular = |meta: &std::fs::Metadata| -> Result<(), String> {
+    let regular = |meta: &std::fs::Metadata| -> Result<(), ReadError> {
         if !meta.is_file() {
-            return Err(format!("`{shown}` is {}, not a regular file", file_kind(&meta.file_type())));
+            return Err(ReadError::NotRegular { path: shown(), kind: file_kind(&meta.file_type()) });
         }
         if meta.len() > max {
-            return Err(format!(
-                "`{shown}` has {} bytes, more than the {max} a configuration file may have",
-                meta.len()
-            ));
+            return Err(ReadError::TooLarge { path: shown(), len: meta.len(), max });
         }
         Ok(())
     };
@@ -136,10 +186,9 @@ pub fn read_text_capped(path: &Path, max: u64) -> Result<String, String> {
     let mut bytes = Vec::new();
     file.take(max.saturating_add(1)).read_to_end(&mut bytes).map_err(cannot)?;
     if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > max {
-        return Err(format!("`{shown}` has more than the {max} bytes a configuration file may have"));
+        return Err(ReadError::GrewTooLarge { path: shown(), max });
     }
-    String::from_utf8(bytes)
-        .map_err(|e| format!("`{shown}` is not UTF-8 (invalid byte at offset {})", e.utf8_error().valid_up_to()))
+    String::from_utf8(bytes).map_err(|e| ReadError::NotUtf8 { path: shown(), offset: e.utf8_error().valid_up_to() })
 }
 
 fn file_kind(t: &std::fs::FileType) -> &'static str {

@@ -19,6 +19,7 @@ use bridle_core::ports::{DecisionLog, StoreError};
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::hook::HookError;
 use crate::notify::webhook::post_once;
 
 /// What a hook is told: one critical alarm opening an episode.
@@ -44,7 +45,7 @@ pub trait DriftHook: Send + Sync {
     /// Short name for the report.
     fn name(&self) -> &str;
     /// Handles one alert; the value (if any) is recorded as the hook's event detail.
-    async fn on_drift(&self, alert: &DriftAlert) -> Result<Option<Value>, String>;
+    async fn on_drift(&self, alert: &DriftAlert) -> Result<Option<Value>, HookError>;
 }
 
 /// "Snapshot the state": writes the alert and the decisions before it as a JSON file in `dir`
@@ -61,21 +62,25 @@ impl DriftHook for SnapshotHook {
         "snapshot"
     }
 
-    async fn on_drift(&self, alert: &DriftAlert) -> Result<Option<Value>, String> {
+    async fn on_drift(&self, alert: &DriftAlert) -> Result<Option<Value>, HookError> {
         let safe: String = format!("{}-{}", alert.series.metric, alert.series.key)
             .chars()
             .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
             .collect();
         let path = self.dir.join(format!("drift-{safe}-{}.json", alert.alarm.index));
-        let body = serde_json::to_vec_pretty(alert).map_err(|e| e.to_string())?;
-        tokio::fs::create_dir_all(&self.dir).await.map_err(|e| format!("`{}`: {e}", self.dir.display()))?;
-        tokio::fs::write(&path, body).await.map_err(|e| format!("`{}`: {e}", path.display()))?;
+        let body = serde_json::to_vec_pretty(alert)?;
+        let io = |path: &std::path::Path| {
+            let path = path.display().to_string();
+            move |cause: std::io::Error| HookError::Io { path, cause }
+        };
+        tokio::fs::create_dir_all(&self.dir).await.map_err(io(&self.dir))?;
+        tokio::fs::write(&path, body).await.map_err(io(&path))?;
         Ok(Some(json!({"event": "snapshot_captured", "path": path.display().to_string()})))
     }
 }
 
 /// Callback type of [`ReanalysisHook`].
-pub type ReanalysisFn = dyn Fn(&DriftAlert) -> Result<(), String> + Send + Sync;
+pub type ReanalysisFn = dyn Fn(&DriftAlert) -> Result<(), HookError> + Send + Sync;
 
 /// "Trigger re-analysis": calls a callback (e.g. one that starts the analysis pipeline).
 pub struct ReanalysisHook(pub Arc<ReanalysisFn>);
@@ -86,7 +91,7 @@ impl DriftHook for ReanalysisHook {
         "reanalysis"
     }
 
-    async fn on_drift(&self, alert: &DriftAlert) -> Result<Option<Value>, String> {
+    async fn on_drift(&self, alert: &DriftAlert) -> Result<Option<Value>, HookError> {
         (self.0)(alert).map(|()| Some(json!({"event": "trigger_fired"})))
     }
 }
@@ -110,8 +115,8 @@ impl DriftHook for WebhookHook {
         "webhook"
     }
 
-    async fn on_drift(&self, alert: &DriftAlert) -> Result<Option<Value>, String> {
-        let body = serde_json::to_vec(alert).map_err(|e| e.to_string())?;
+    async fn on_drift(&self, alert: &DriftAlert) -> Result<Option<Value>, HookError> {
+        let body = serde_json::to_vec(alert)?;
         let status = post_once(&self.url, &self.secret, self.timeout, "drift_detected", body).await?;
         Ok(Some(json!({"event": "webhook_delivered", "status": status})))
     }
@@ -232,7 +237,10 @@ pub async fn scan_records(
                             }
                             Err(error) => {
                                 tracing::warn!(hook = hook.name(), %error, "drift hook failed");
-                                events.push(event("hook_failed", Some(json!({"hook": hook.name(), "error": error}))));
+                                events.push(event(
+                                    "hook_failed",
+                                    Some(json!({"hook": hook.name(), "error": error.to_string()})),
+                                ));
                             }
                         }
                     }

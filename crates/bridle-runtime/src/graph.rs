@@ -33,9 +33,9 @@ use tokio::task::JoinHandle;
 
 pub use builder::{END, GraphBuilder, GraphError, START, Target};
 pub use event::{Event, RunOutcome};
-pub use hooks::{HookHandler, Hooks};
+pub use hooks::{HookError, HookHandler, Hooks};
 pub use node::{Node, NodeContext, NodeError, NodeErrorKind, NodeOptions, RetryPolicy, node_fn};
-pub use state::{Kind, Reducer, State, StateSchema, Update};
+pub use state::{Kind, ReduceError, Reducer, State, StateSchema, Update};
 
 use crate::cancel::CancelToken;
 

@@ -17,6 +17,7 @@ pub mod feedback;
 pub mod gate;
 pub mod graph;
 pub mod history;
+pub mod hook;
 pub mod jobs;
 pub mod kill;
 pub mod llm;

@@ -49,7 +49,7 @@ pub enum BuildError {
     Guard(String),
     /// A configured adapter could not be set up (a credential missing, a bad client).
     #[error("adapter: {0}")]
-    Adapter(String),
+    Adapter(#[from] crate::adapter::SetupError),
     /// The audit signing key is set but unusable (the message names no key material).
     #[error(transparent)]
     Heads(#[from] crate::audit::HeadError),
@@ -214,7 +214,7 @@ impl RuntimeBuilder {
         // 7. gate
         let adapter = match self.adapter {
             Some(adapter) => adapter,
-            None => crate::adapter::from_config(&self.config).map_err(BuildError::Adapter)?,
+            None => crate::adapter::from_config(&self.config)?,
         };
         let scanner = GuardScanner::from_settings(&self.config.guard).map_err(|e| BuildError::Guard(e.to_string()))?;
         let gate =

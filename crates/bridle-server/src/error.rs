@@ -11,7 +11,15 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use bridle_core::ports::StoreError;
 use bridle_core::{Code, Rejection};
+use bridle_runtime::GateError;
+use bridle_runtime::approvals::ApprovalError;
+use bridle_runtime::audit::VerifyError;
+use bridle_runtime::feedback::CollectError;
+use bridle_apps::lab::LabError;
+
+use crate::runs::RunError;
 use serde_json::json;
 
 /// An HTTP error with a stable code.
@@ -57,6 +65,11 @@ impl ApiError {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, Code::InternalError, "the request could not be evaluated")
     }
 
+    /// 422 with the rejection's own code: input past a lab's limits.
+    pub fn unprocessable(rejection: Rejection) -> Self {
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, rejection.code, rejection.message)
+    }
+
     /// A refusal of the approvals desk: `approver_denied` is 403, `not_found` (no such id in the
     /// caller's tenant) 404, `bad_request` (an id or reason out of bounds) 400, other refusals (expired, no longer pending) are 409; the rejection's
     /// own code is kept.
@@ -68,6 +81,93 @@ impl ApiError {
             _ => StatusCode::CONFLICT,
         };
         Self::new(status, rejection.code, rejection.message.clone())
+    }
+}
+
+/// The gate answered a call with no outcome (never expected: a call always has one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the gate answered no outcome")]
+pub struct NoOutcome;
+
+// The table: each error a handler meets, and the answer it becomes. Handlers use `?`; what
+// cannot be evaluated (a store, a task, serialization) is a 500 whose cause is logged, not sent.
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        Self::internal(&e)
+    }
+}
+
+impl From<GateError> for ApiError {
+    fn from(e: GateError) -> Self {
+        Self::internal(&e)
+    }
+}
+
+impl From<VerifyError> for ApiError {
+    fn from(e: VerifyError) -> Self {
+        Self::internal(&e)
+    }
+}
+
+impl From<serde_json::Error> for ApiError {
+    fn from(e: serde_json::Error) -> Self {
+        Self::internal(&e)
+    }
+}
+
+impl From<tokio::task::JoinError> for ApiError {
+    fn from(e: tokio::task::JoinError) -> Self {
+        Self::internal(&e)
+    }
+}
+
+impl From<NoOutcome> for ApiError {
+    fn from(e: NoOutcome) -> Self {
+        Self::internal(&e)
+    }
+}
+
+/// The approvals desk: a refusal keeps its code ([`ApiError::refused`]).
+impl From<ApprovalError> for ApiError {
+    fn from(e: ApprovalError) -> Self {
+        match e {
+            ApprovalError::Refused(r) => Self::refused(&r),
+            ApprovalError::Gate(e) => Self::internal(&e),
+        }
+    }
+}
+
+/// The labs: a limit passed is 422 with its code.
+impl From<LabError> for ApiError {
+    fn from(e: LabError) -> Self {
+        match e {
+            LabError::Invalid(r) => Self::unprocessable(r),
+            LabError::Gate(e) => Self::internal(&e),
+        }
+    }
+}
+
+/// Feedback: out of bounds is 400, an unknown decision 404.
+impl From<CollectError> for ApiError {
+    fn from(e: CollectError) -> Self {
+        match e {
+            CollectError::Invalid(e) => Self::bad_request(e.to_string()),
+            e @ CollectError::UnknownDecision(_) => Self::not_found(e.to_string()),
+            CollectError::Store(e) => Self::internal(&e),
+        }
+    }
+}
+
+/// Runs: unknown is 404, a refusal 400 (`bad_request`) or 409 with its code.
+impl From<RunError> for ApiError {
+    fn from(e: RunError) -> Self {
+        match e {
+            RunError::NotFound(message) => Self::not_found(message),
+            RunError::Refused(r) if r.code == Code::BadRequest => Self::bad_request(r.message),
+            RunError::Refused(r) => Self::new(StatusCode::CONFLICT, r.code, r.message),
+            RunError::Internal(cause) => Self::internal(&cause),
+        }
     }
 }
 
@@ -187,6 +287,23 @@ mod tests {
         assert_eq!((denied.status, denied.code), (StatusCode::FORBIDDEN, Code::ApproverDenied));
         let expired = ApiError::refused(&Rejection::new(Code::ApprovalExpired, "late"));
         assert_eq!(expired.status, StatusCode::CONFLICT);
+    }
+
+    #[test]
+    fn the_from_table_keeps_codes_and_hides_causes() {
+        let store = ApiError::from(StoreError::Unavailable("postgres://secret@db".to_owned()));
+        assert_eq!((store.status, store.code), (StatusCode::INTERNAL_SERVER_ERROR, Code::InternalError));
+        assert!(!store.message.contains("secret"), "{}", store.message);
+        let lab = ApiError::from(LabError::Invalid(Rejection::new(Code::TooManyRounds, "at most 10 rounds")));
+        assert_eq!((lab.status, lab.code), (StatusCode::UNPROCESSABLE_ENTITY, Code::TooManyRounds));
+        let unknown = ApiError::from(CollectError::UnknownDecision("d-1".to_owned()));
+        assert_eq!((unknown.status, unknown.message.as_str()), (StatusCode::NOT_FOUND, "no decision `d-1`"));
+        let bad = ApiError::from(RunError::Refused(Rejection::new(Code::BadRequest, "no pipeline `x`")));
+        assert_eq!((bad.status, bad.code), (StatusCode::BAD_REQUEST, Code::BadRequest));
+        let stale = ApiError::from(RunError::Refused(Rejection::new(Code::StaleCheckpoint, "moved on")));
+        assert_eq!((stale.status, stale.code), (StatusCode::CONFLICT, Code::StaleCheckpoint));
+        let denied = ApiError::from(ApprovalError::Refused(Rejection::new(Code::ApproverDenied, "requester")));
+        assert_eq!((denied.status, denied.code), (StatusCode::FORBIDDEN, Code::ApproverDenied));
     }
 
     #[test]

@@ -22,6 +22,8 @@ use bridle_runtime::graph::{
 use bridle_runtime::llm::{LlmClient, Message};
 use serde_json::{Value, json};
 
+use super::PipelineError;
+
 pub use bridle_runtime::replay::schemas::analyst_schema;
 
 /// The analysts, each a separate agent `analyst.{type}`.
@@ -90,7 +92,7 @@ impl Recorder {
 }
 
 /// Builds the graph over `client`. Input: `{"entity": "…", "data": {"signals": […]}}`.
-pub fn analysis_graph(client: Arc<dyn LlmClient>, options: AnalysisOptions) -> Result<Graph, String> {
+pub fn analysis_graph(client: Arc<dyn LlmClient>, options: AnalysisOptions) -> Result<Graph, PipelineError> {
     build(client, options, None)
 }
 
@@ -100,11 +102,15 @@ pub fn analysis_graph_recorded(
     client: Arc<dyn LlmClient>,
     options: AnalysisOptions,
     recorder: Recorder,
-) -> Result<Graph, String> {
+) -> Result<Graph, PipelineError> {
     build(client, options, Some(recorder))
 }
 
-fn build(client: Arc<dyn LlmClient>, options: AnalysisOptions, recorder: Option<Recorder>) -> Result<Graph, String> {
+fn build(
+    client: Arc<dyn LlmClient>,
+    options: AnalysisOptions,
+    recorder: Option<Recorder>,
+) -> Result<Graph, PipelineError> {
     let agents: Arc<Vec<(String, Agent)>> = Arc::new(
         ANALYSTS
             .iter()
@@ -117,7 +123,7 @@ fn build(client: Arc<dyn LlmClient>, options: AnalysisOptions, recorder: Option<
                     ),
                     analyst_schema(),
                 );
-                Agent::new(spec).map(|a| ((*t).to_owned(), a)).map_err(|e| e.to_string())
+                Agent::new(spec).map(|a| ((*t).to_owned(), a))
             })
             .collect::<Result<_, _>>()?,
     );
@@ -177,7 +183,7 @@ fn build(client: Arc<dyn LlmClient>, options: AnalysisOptions, recorder: Option<
         .edge("gather", "signals")
         .edge("synthesizer", END)
         .build()
-        .map_err(|e| e.to_string())
+        .map_err(PipelineError::from)
 }
 
 /// Signals from the input data: its `signals` list, else its keys.

@@ -38,6 +38,8 @@ use bridle_runtime::graph::{
 use bridle_runtime::llm::LlmClient;
 use serde_json::Value;
 
+use super::PipelineError;
+
 pub use agents::{ADVISOR, DIAGNOSTICIAN, diagnosis_schema};
 
 /// Most times one approval pause is re-entered (a resume while the request is still pending).
@@ -112,7 +114,7 @@ pub fn fab_graph(
     client: Arc<dyn LlmClient>,
     principal: Principal,
     options: FabOptions,
-) -> Result<Graph, String> {
+) -> Result<Graph, PipelineError> {
     let actions: Vec<(String, String)> = gate
         .config()
         .registry
@@ -127,9 +129,8 @@ pub fn fab_graph(
         None => actions,
     };
     let template = |id: &str| registered.get(id).map(|a| a.prompt.clone());
-    let diagnostician =
-        Agent::new(agents::diagnostician(template(DIAGNOSTICIAN).as_deref())).map_err(|e| e.to_string())?;
-    let advisor = Agent::new(agents::advisor(&actions, template(ADVISOR).as_deref())).map_err(|e| e.to_string())?;
+    let diagnostician = Agent::new(agents::diagnostician(template(DIAGNOSTICIAN).as_deref()))?;
+    let advisor = Agent::new(agents::advisor(&actions, template(ADVISOR).as_deref()))?;
     let max_rounds = options.diagnosis.max_rounds.max(1);
     let fab = Arc::new(Fab { gate, client, principal, options, diagnostician, advisor });
     let f = |fab: &Arc<Fab>| fab.clone();
@@ -156,7 +157,7 @@ pub fn fab_graph(
         .route("await_approval", &["regenerate", END], unless_done("regenerate"))
         .route("regenerate", &["advise", END], unless_done("advise"))
         .build()
-        .map_err(|e| e.to_string())
+        .map_err(PipelineError::from)
 }
 
 /// The outcome of a finished run's state (`null` while it is paused).

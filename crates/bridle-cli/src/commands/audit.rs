@@ -63,7 +63,7 @@ pub async fn run(
 
 /// `bridle audit keygen`: the private key on stdout (one line), the public key on stderr.
 pub fn keygen(json: bool) -> anyhow::Result<ExitCode> {
-    let key = bridle_runtime::audit::heads::generate_key().map_err(anyhow::Error::msg)?;
+    let key = bridle_runtime::audit::heads::generate_key()?;
     let public = key.public().to_hex();
     if json {
         super::out::line(&serde_json::json!({"private_key": key.to_text(), "public_key": public}).to_string())?;

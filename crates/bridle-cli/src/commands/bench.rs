@@ -6,7 +6,54 @@ use std::process::ExitCode;
 use anyhow::Context;
 use bridle_apps::bench::{self, Plan};
 
-pub fn runtime(json: bool, samples: Option<usize>) -> anyhow::Result<ExitCode> {
+/// `bridle bench …`.
+#[derive(Debug, clap::Subcommand)]
+pub enum BenchCommand {
+    /// The graph runtime on the LangGraph anchor's shapes (node-step, fan-out, loop,
+    /// checkpointed steps, pause and resume) and the disk's raw commit cost.
+    Runtime {
+        /// Samples per figure (default 15).
+        #[arg(long)]
+        samples: Option<usize>,
+    },
+    /// Durable audited decisions/s through the whole gate on a store (each call waits for the
+    /// commit of its audit event); the audit chain is verified afterwards.
+    Decisions(DecisionsArgs),
+}
+
+// The arguments of `bridle bench decisions` (its help is the variant's doc above).
+#[derive(Debug, clap::Args)]
+pub struct DecisionsArgs {
+    /// Store URL (`sqlite://PATH[?synchronous=full]`, `postgres://…[?options[synchronous_commit]=off]`);
+    /// default: a fresh SQLite file in a temporary directory.
+    #[arg(long)]
+    pub store: Option<String>,
+    /// Concurrent callers.
+    #[arg(long, default_value_t = 128)]
+    pub concurrency: usize,
+    /// Measured seconds (after a warm-up of a fifth of it, at most 1 s).
+    #[arg(long, default_value_t = 5.0)]
+    pub seconds: f64,
+    /// Group commit: most audit events per transaction; 0 turns group commit off.
+    #[arg(long, default_value_t = 64)]
+    pub batch: usize,
+    /// Stores (pools, writers, gates) on the same URL, as separate `bridle serve` replicas.
+    #[arg(long, default_value_t = 1)]
+    pub replicas: usize,
+    /// Tokio worker threads (default: one per core).
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+/// Runs `bridle bench …`.
+pub fn run(g: &super::Global, command: &BenchCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        BenchCommand::Runtime { samples } => runtime(g.json, *samples),
+        BenchCommand::Decisions(args) => decisions(args, g.json),
+    }
+}
+
+fn runtime(json: bool, samples: Option<usize>) -> anyhow::Result<ExitCode> {
     // SQLite files go where commits hit the disk: `$BRIDLE_BENCH_DIR`, else the system's
     // temporary directory (set the variable when that is a tmpfs, where a commit costs nothing).
     let dir = match std::env::var_os("BRIDLE_BENCH_DIR") {
@@ -37,17 +84,7 @@ pub fn runtime(json: bool, samples: Option<usize>) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The arguments of `bridle bench decisions`.
-pub struct DecisionsArgs {
-    pub store: Option<String>,
-    pub concurrency: usize,
-    pub seconds: f64,
-    pub batch: usize,
-    pub replicas: usize,
-    pub threads: Option<usize>,
-}
-
-pub fn decisions(args: DecisionsArgs, json: bool) -> anyhow::Result<ExitCode> {
+fn decisions(args: &DecisionsArgs, json: bool) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(args.seconds > 0.0 && args.seconds <= 3600.0, "--seconds must be in (0, 3600]");
     // Without a store: a fresh SQLite file where commits hit the disk (see `runtime` above).
     let dir = match std::env::var_os("BRIDLE_BENCH_DIR") {
@@ -55,7 +92,7 @@ pub fn decisions(args: DecisionsArgs, json: bool) -> anyhow::Result<ExitCode> {
         None => tempfile::tempdir(),
     }
     .context("creating a directory for the benchmark's SQLite file")?;
-    let store = args.store.unwrap_or_else(|| format!("sqlite://{}", dir.path().join("decisions.db").display()));
+    let store = args.store.clone().unwrap_or_else(|| format!("sqlite://{}", dir.path().join("decisions.db").display()));
     let plan = bench::decisions::DecisionsPlan {
         store,
         concurrency: args.concurrency.max(1),

@@ -2,7 +2,7 @@
 //! as a self-contained SVG (no script) of each series' sums with the warning and critical lines.
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,48 +11,75 @@ use anyhow::Context;
 use bridle_core::drift::Params;
 use bridle_runtime::drift::{DriftHook, DriftReport, SnapshotHook, WebhookHook};
 
-/// Arguments of `bridle drift`.
-pub struct Args<'a> {
-    pub config: Option<&'a Path>,
-    pub db: Option<&'a str>,
-    pub json: bool,
-    pub tenant: &'a str,
-    pub metric: Option<&'a str>,
+// Arguments of `bridle drift` (its help is the variant's doc in main.rs).
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Tenant whose decision log is scanned (default: `bridle demo fab`'s tenant).
+    #[arg(long, default_value = "fab-1")]
+    pub tenant: String,
+    /// Only this metric.
+    #[arg(long, value_parser = bridle_core::drift::METRICS)]
+    pub metric: Option<String>,
+    /// The most recent decisions scanned (oldest first).
+    #[arg(long, default_value_t = 10_000)]
     pub limit: u32,
-    pub params: Params,
-    pub plot: Option<&'a Path>,
+    /// Values per series that set its baseline (mean and deviation).
+    #[arg(long, default_value_t = 30)]
+    pub baseline: usize,
+    /// Allowance k, in standard deviations.
+    #[arg(long, default_value_t = 0.5)]
+    pub k: f64,
+    /// Warning threshold, in standard deviations.
+    #[arg(long, default_value_t = 2.5)]
+    pub warning: f64,
+    /// Critical threshold, in standard deviations.
+    #[arg(long, default_value_t = 4.0)]
+    pub critical: f64,
+    /// Write an SVG of the sums with the warning and critical lines.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+    /// On `drift_detected`, write a JSON snapshot of the alert into DIR.
+    #[arg(long, value_name = "DIR")]
     pub snapshot_dir: Option<PathBuf>,
+    /// On `drift_detected`, POST the signed alert to URL (secret in BRIDLE_DRIFT_WEBHOOK_SECRET).
+    #[arg(long, value_name = "URL")]
     pub webhook: Option<String>,
 }
 
 /// Environment variable holding the webhook's HMAC secret.
 const SECRET_ENV: &str = "BRIDLE_DRIFT_WEBHOOK_SECRET";
 
-pub async fn run(args: Args<'_>) -> anyhow::Result<ExitCode> {
-    let config = super::config(args.config)?;
-    let stores = super::stores(&config, args.db).await?;
+pub async fn run(g: &super::Global, args: &Args) -> anyhow::Result<ExitCode> {
+    let config = super::config(g.config())?;
+    let stores = super::stores(&config, g.db()).await?;
     let mut hooks: Vec<Arc<dyn DriftHook>> = Vec::new();
-    if let Some(dir) = args.snapshot_dir {
+    if let Some(dir) = args.snapshot_dir.clone() {
         hooks.push(Arc::new(SnapshotHook { dir }));
     }
-    if let Some(url) = args.webhook {
+    if let Some(url) = args.webhook.clone() {
         let secret = std::env::var(SECRET_ENV).ok().filter(|s| !s.is_empty());
         let secret = secret.with_context(|| format!("`--webhook` needs the secret in `{SECRET_ENV}`"))?;
         hooks.push(Arc::new(WebhookHook { url, secret: secret.into_bytes(), timeout: Duration::from_secs(5) }));
     }
     let report = bridle_runtime::drift::scan(
         stores.decisions.as_ref(),
-        args.tenant,
+        &args.tenant,
         args.limit,
-        args.params,
-        args.metric.map(str::to_owned),
+        Params {
+            k: args.k,
+            warning: args.warning,
+            critical: args.critical,
+            baseline_len: args.baseline,
+            ..Params::default()
+        },
+        args.metric.clone(),
         &hooks,
     )
     .await?;
-    if let Some(path) = args.plot {
+    if let Some(path) = args.plot.as_deref() {
         std::fs::write(path, svg(&report)).with_context(|| format!("writing `{}`", path.display()))?;
     }
-    if args.json {
+    if g.json {
         super::out::line(&serde_json::to_string(&report)?)?;
     } else {
         print_text(&report)?;

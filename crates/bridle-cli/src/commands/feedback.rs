@@ -11,7 +11,7 @@ use bridle_runtime::feedback::{AnalyzeOptions, CollectError, analyze, collect, h
 
 use super::out;
 
-/// Store and output options shared by the subcommands.
+/// Store and output options shared by the subcommands (and `bridle models`).
 pub struct Common<'a> {
     pub config: Option<&'a Path>,
     pub db: Option<&'a str>,
@@ -19,17 +19,86 @@ pub struct Common<'a> {
     pub tenant: &'a str,
 }
 
-/// What `bridle feedback add` was given.
-pub struct AddArgs<'a> {
-    pub decision: &'a str,
-    pub rating: Option<u8>,
-    pub score: Option<f64>,
-    pub comment: Option<&'a str>,
-    pub automatic: bool,
-    pub rater: &'a str,
+impl<'a> Common<'a> {
+    /// The global options with the subcommand's tenant.
+    pub fn new(g: &'a super::Global, tenant: &'a str) -> Self {
+        Self { config: g.config(), db: g.db(), json: g.json, tenant }
+    }
 }
 
-pub async fn add(c: &Common<'_>, a: &AddArgs<'_>) -> anyhow::Result<ExitCode> {
+/// `bridle feedback …`.
+#[derive(Debug, clap::Subcommand)]
+pub enum FeedbackCommand {
+    /// Rate one decision of the tenant (stored as the API stores it; `outcome_collected` fires).
+    Add(AddArgs),
+    /// The tenant's feedback, newest first; `--json` prints one JSON line each.
+    List {
+        /// Tenant.
+        #[arg(long, default_value = "fab-1")]
+        tenant: String,
+        /// Only this decision's.
+        #[arg(long)]
+        decision: Option<String>,
+        /// At most this many.
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+    },
+    /// Analyse the tenant's feedback against its decisions.
+    Analyze {
+        /// Tenant.
+        #[arg(long, default_value = "fab-1")]
+        tenant: String,
+        /// Only decisions of this agent.
+        #[arg(long)]
+        agent: Option<String>,
+        /// The most recent feedback records read.
+        #[arg(long, default_value_t = 10_000)]
+        limit: u32,
+        /// Ratings that set the CUSUM baseline.
+        #[arg(long, default_value_t = 30)]
+        baseline: usize,
+    },
+}
+
+// The arguments of `bridle feedback add` (its help is the variant's doc above).
+#[derive(Debug, clap::Args)]
+pub struct AddArgs {
+    /// Decision id.
+    pub decision: String,
+    /// Tenant of the decision.
+    #[arg(long, default_value = "fab-1")]
+    pub tenant: String,
+    /// Rating, 1 (bad) to 5 (good).
+    #[arg(long)]
+    pub rating: Option<u8>,
+    /// Score, 0 (bad) to 1 (good).
+    #[arg(long)]
+    pub score: Option<f64>,
+    /// Comment (secrets and personal data masked before it is stored).
+    #[arg(long)]
+    pub comment: Option<String>,
+    /// The outcome was scored automatically, not by a person.
+    #[arg(long)]
+    pub automatic: bool,
+    /// Who rates.
+    #[arg(long, default_value = "cli")]
+    pub rater: String,
+}
+
+/// Runs `bridle feedback …`.
+pub async fn run(g: &super::Global, command: &FeedbackCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        FeedbackCommand::Add(args) => add(&Common::new(g, &args.tenant), args).await,
+        FeedbackCommand::List { tenant, decision, limit } => {
+            list(&Common::new(g, tenant), decision.as_deref(), *limit).await
+        }
+        FeedbackCommand::Analyze { tenant, agent, limit, baseline } => {
+            analyze_cmd(&Common::new(g, tenant), agent.as_deref(), *limit, *baseline).await
+        }
+    }
+}
+
+async fn add(c: &Common<'_>, a: &AddArgs) -> anyhow::Result<ExitCode> {
     let config = super::config(c.config)?;
     let stores = super::stores(&config, c.db).await?;
     let secret = std::env::var(&config.webhooks.secret_env).ok();
@@ -37,11 +106,11 @@ pub async fn add(c: &Common<'_>, a: &AddArgs<'_>) -> anyhow::Result<ExitCode> {
     let input = FeedbackInput {
         rating: a.rating,
         score: a.score,
-        comment: a.comment.map(str::to_owned),
+        comment: a.comment.clone(),
         source: if a.automatic { Source::Automatic } else { Source::Operator },
     };
     let now = time::OffsetDateTime::now_utc();
-    match collect(&stores, &hooks, c.tenant, a.decision, a.rater, input, now).await {
+    match collect(&stores, &hooks, c.tenant, &a.decision, &a.rater, input, now).await {
         Ok((feedback, results)) => {
             if c.json {
                 out::line(&serde_json::to_string(&feedback)?)?;
@@ -65,7 +134,7 @@ pub async fn add(c: &Common<'_>, a: &AddArgs<'_>) -> anyhow::Result<ExitCode> {
     }
 }
 
-pub async fn list(c: &Common<'_>, decision: Option<&str>, limit: u32) -> anyhow::Result<ExitCode> {
+async fn list(c: &Common<'_>, decision: Option<&str>, limit: u32) -> anyhow::Result<ExitCode> {
     let config = super::config(c.config)?;
     let stores = super::stores(&config, c.db).await?;
     for f in stores.feedback.feedback(c.tenant, decision, limit).await? {
@@ -101,7 +170,7 @@ fn correlation_line(c: &Correlation) -> String {
     }
 }
 
-pub async fn analyze_cmd(c: &Common<'_>, agent: Option<&str>, limit: u32, baseline: usize) -> anyhow::Result<ExitCode> {
+async fn analyze_cmd(c: &Common<'_>, agent: Option<&str>, limit: u32, baseline: usize) -> anyhow::Result<ExitCode> {
     let config = super::config(c.config)?;
     let stores = super::stores(&config, c.db).await?;
     let options = AnalyzeOptions {

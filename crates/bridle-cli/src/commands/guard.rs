@@ -21,6 +21,45 @@ use serde_json::Value;
 use super::input::{Line, Lines};
 use super::out;
 
+/// `bridle guard …`.
+#[derive(Debug, clap::Subcommand)]
+pub enum GuardCommand {
+    /// Scan texts (document channel): one JSON line per input, in order.
+    Scan {
+        /// Input is JSON lines with `id` and `text` (default: plain lines).
+        #[arg(long)]
+        jsonl: bool,
+        /// Input file, or `-` / nothing for stdin.
+        file: Option<PathBuf>,
+    },
+    /// Mask secrets, PII and sensitive text: one JSON line per input, in order.
+    Mask {
+        /// Input is JSON lines with `id` and `text` (default: plain lines).
+        #[arg(long)]
+        jsonl: bool,
+        /// Extra secret rules in gitleaks TOML format.
+        #[arg(long)]
+        rules: Option<PathBuf>,
+        /// Input file, or `-` / nothing for stdin.
+        file: Option<PathBuf>,
+    },
+    /// Detection per family, category and language, false positives and throughput.
+    Eval {
+        /// Labelled JSONL files (`id, text, label, category, lang`).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+}
+
+/// Runs `bridle guard …`.
+pub fn run(g: &super::Global, command: &GuardCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        GuardCommand::Scan { jsonl, file } => scan(file.as_deref(), *jsonl),
+        GuardCommand::Mask { jsonl, rules, file } => mask(g.config(), file.as_deref(), *jsonl, rules.as_deref()),
+        GuardCommand::Eval { files } => eval(files, g.json),
+    }
+}
+
 /// Longest JSON line of `--jsonl` input (bytes): room for a document-sized `text` with escapes.
 pub const JSONL_LINE_BYTES: usize = 8 * 1024 * 1024;
 

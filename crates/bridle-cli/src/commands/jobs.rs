@@ -18,6 +18,35 @@ use time::format_description::well_known::Rfc3339;
 
 use super::out;
 
+/// `bridle jobs …`.
+#[derive(Debug, clap::Subcommand)]
+pub enum JobsCommand {
+    /// Jobs not yet settled (reserved, dispatched, unknown), oldest first; `--json` prints one
+    /// JSON line each.
+    List {
+        /// Only jobs in this state.
+        #[arg(long, value_parser = ["reserved", "dispatched", "unknown"])]
+        state: Option<String>,
+    },
+    /// Ask the adapters what became of every `unknown` job and settle it (succeeded / failed /
+    /// still unknown), audited; `dispatched` or `reserved` jobs older than their tool's timeout
+    /// plus `--grace` were abandoned by a stopped process and are taken up too.
+    Reconcile {
+        /// Time past a tool's timeout before a dispatched or reserved job counts as abandoned;
+        /// `0s` takes them all at once (only when no server runs on the store).
+        #[arg(long, default_value = "60s")]
+        grace: String,
+    },
+}
+
+/// Runs `bridle jobs …`.
+pub async fn run(g: &super::Global, command: &JobsCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        JobsCommand::List { state } => list(g.config(), g.db(), state.as_deref(), g.json).await,
+        JobsCommand::Reconcile { grace } => reconcile(g.config(), g.db(), grace, g.json).await,
+    }
+}
+
 /// Lists jobs that are not settled (`reserved`, `dispatched`, `unknown`), oldest first.
 pub async fn list(
     config: Option<&Path>,

@@ -3,7 +3,6 @@
 //! it; over the API the same needs the `kill:set` / `kill:lift` scopes. The work is
 //! `bridle_runtime::kill`, which also audits every switch.
 
-use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -16,30 +15,41 @@ use serde_json::json;
 
 use super::out;
 
-/// What `bridle kill` was asked.
-pub struct Args<'a> {
-    pub config: Option<&'a Path>,
-    pub db: Option<&'a str>,
-    pub json: bool,
+// What `bridle kill` was asked (its help is the variant's doc in main.rs).
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Every tenant and agent.
+    #[arg(long, conflicts_with_all = ["tenant", "agent"])]
     pub all: bool,
-    pub tenant: Option<&'a str>,
-    pub agent: Option<&'a str>,
-    pub reason: &'a str,
-    pub by: &'a str,
+    /// One tenant.
+    #[arg(long)]
+    pub tenant: Option<String>,
+    /// One registered agent (in every tenant, or in `--tenant`).
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// Why (recorded with the switch and in the audit log): at most 2,000 characters, no
+    /// NUL or other control character. Optional: an emergency stop needs no reason.
+    #[arg(long, default_value = "")]
+    pub reason: String,
+    /// Who sets it (recorded; default: `cli`).
+    #[arg(long, default_value = "cli")]
+    pub by: String,
+    /// Lift the switch of exactly this scope instead.
+    #[arg(long)]
     pub lift: bool,
 }
 
 /// Sets (or with `--lift` lifts) the switch of the scope given.
-pub async fn run(args: &Args<'_>) -> anyhow::Result<ExitCode> {
-    let scope = match (args.all, args.tenant, args.agent) {
+pub async fn run(g: &super::Global, args: &Args) -> anyhow::Result<ExitCode> {
+    let scope = match (args.all, args.tenant.as_deref(), args.agent.as_deref()) {
         (true, None, None) => KillScope::all(),
         (false, None, None) => bail!("name a scope: --all, --tenant T, --agent A (or --tenant T --agent A)"),
         (true, _, _) => bail!("--all covers everything: give it alone"),
         (false, tenant, agent) => KillScope { tenant: tenant.map(str::to_owned), agent: agent.map(str::to_owned) },
     };
     check_bounds(args, &scope)?;
-    let config = Arc::new(super::config(args.config)?);
-    let url = args.db.or(config.store_url.as_deref()).unwrap_or("sqlite://bridle-data/bridle.db").to_owned();
+    let config = Arc::new(super::config(g.config())?);
+    let url = g.db().or(config.store_url.as_deref()).unwrap_or("sqlite://bridle-data/bridle.db").to_owned();
     let stores = super::stores(&config, Some(&url)).await?;
     let checkpoints = config.runtime.checkpoints_url.clone().unwrap_or_else(|| url.clone());
     let checkpointer = bridle_runtime::checkpoint::open_checkpointer(&checkpoints, config.runtime.strictness)
@@ -48,24 +58,24 @@ pub async fn run(args: &Args<'_>) -> anyhow::Result<ExitCode> {
     let adapter = Arc::new(bridle_runtime::adapter::MemoryAdapter::from_config(&config));
     let gate = Gate::new(config, stores, adapter, Arc::new(SystemClock));
     let report = if args.lift {
-        bridle_runtime::kill::lift(&gate, args.by, scope, args.reason).await.context("lifting the kill switch")?
+        bridle_runtime::kill::lift(&gate, &args.by, scope, &args.reason).await.context("lifting the kill switch")?
     } else {
-        bridle_runtime::kill::set(&gate, Some(&checkpointer), None, args.by, scope, args.reason)
+        bridle_runtime::kill::set(&gate, Some(&checkpointer), None, &args.by, scope, &args.reason)
             .await
             .context("setting the kill switch")?
     };
-    print(&report, args.lift, args.json)?;
+    print(&report, args.lift, g.json)?;
     Ok(ExitCode::SUCCESS)
 }
 
 /// The bounds of `bridle_core::bounds` before the store is opened: a reason that breaks them is
 /// refused (the switch is unchanged); none at all is fine (`no reason given`).
-fn check_bounds(args: &Args<'_>, scope: &KillScope) -> anyhow::Result<()> {
+fn check_bounds(args: &Args, scope: &KillScope) -> anyhow::Result<()> {
     use bridle_core::bounds;
     let flag = |e: bounds::BoundError| anyhow::anyhow!("--{}: {e}", e.field());
-    bounds::check_reason("reason", args.reason).map_err(flag)?;
-    bounds::check_text("by", args.by, bounds::SUBJECT_MAX).map_err(flag)?;
-    bounds::require("by", args.by).map_err(flag)?;
+    bounds::check_reason("reason", &args.reason).map_err(flag)?;
+    bounds::check_text("by", &args.by, bounds::SUBJECT_MAX).map_err(flag)?;
+    bounds::require("by", &args.by).map_err(flag)?;
     if let Some(tenant) = &scope.tenant {
         bounds::check_id("tenant", tenant).map_err(flag)?;
     }

@@ -5,7 +5,7 @@
 //! printed).
 
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -23,44 +23,111 @@ use bridle_runtime::store::Stores;
 /// Exit code of an input refused by a lab limit.
 const REFUSED: u8 = 2;
 
-/// Options of `bridle lab loop`.
-pub struct LoopArgs<'a> {
-    pub config: Option<&'a Path>,
-    pub db: Option<&'a str>,
-    pub json: bool,
+/// `bridle lab …`.
+#[derive(Debug, clap::Subcommand)]
+pub enum LabCommand {
+    /// Replay a transcript (JSON: `goal`, `answers`, optional `value`, `max_rounds`,
+    /// `stop_after_failures`, `tolerance`) through the gate as the workbench principal.
+    Loop(LoopArgs),
+    /// Read a plan into steps and check count, numbering, duplicate titles and the five elements.
+    Plan {
+        /// Steps requested: 5, 6 or 8.
+        #[arg(long, default_value_t = 5)]
+        steps: usize,
+        /// The plan file, or `-` for stdin.
+        file: Option<PathBuf>,
+    },
+    /// Judge an answer to the prompt-injection lab: followed, reported or no mention.
+    Judge {
+        /// The marker string (default: the sample letter's).
+        #[arg(long)]
+        marker: Option<String>,
+        /// The answer file, or `-` for stdin.
+        file: Option<PathBuf>,
+    },
+    /// Print a lab's prompt.
+    Prompt(PromptArgs),
+}
+
+// The arguments of `bridle lab loop` (its help is the variant's doc above).
+#[derive(Debug, clap::Args)]
+pub struct LoopArgs {
+    /// Round limit, 1–10 (overrides the file's).
+    #[arg(long)]
     pub max_rounds: Option<usize>,
+    /// Failed rounds in a row that stop the loop, 2 or 3 (overrides the file's).
+    #[arg(long)]
     pub stop_after_failures: Option<usize>,
-    pub file: Option<&'a Path>,
+    /// The transcript file, or `-` for stdin.
+    pub file: Option<PathBuf>,
+}
+
+// The arguments of `bridle lab prompt` (its help is the variant's doc above).
+#[derive(Debug, clap::Args)]
+pub struct PromptArgs {
+    /// Which lab.
+    #[arg(value_enum)]
+    pub lab: PromptLab,
+    /// Language: ko or en.
+    #[arg(long, default_value = "ko", value_parser = parse_lang)]
+    pub lang: bridle_apps::lab::Lang,
+    /// Loop goal: guardrail, scaffold or force.
+    #[arg(long, default_value = "guardrail", value_parser = parse_goal)]
+    pub goal: bridle_apps::lab::loop_lab::Goal,
+    /// Loop round limit, 1–10.
+    #[arg(long, default_value_t = 6)]
+    pub max_rounds: usize,
+    /// Plan steps: 5, 6 or 8.
+    #[arg(long, default_value_t = 5)]
+    pub steps: usize,
+    /// Delimiter seed, 1–999999.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Leave out the rule that the delimited text is data.
+    #[arg(long)]
+    pub undefended: bool,
+    /// The plan's task or the injection document (default: the built-in one), or `-`.
+    pub file: Option<PathBuf>,
+}
+
+/// Runs `bridle lab …`.
+pub async fn run(g: &super::Global, command: &LabCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        LabCommand::Loop(args) => run_loop(g, args).await,
+        LabCommand::Plan { steps, file } => run_plan(g.json, *steps, file.as_deref()),
+        LabCommand::Judge { marker, file } => run_judge(g.json, marker.as_deref(), file.as_deref()),
+        LabCommand::Prompt(args) => run_prompt(g.json, args),
+    }
 }
 
 /// `bridle lab loop`: the transcript file is `{goal, value?, answers: [..], max_rounds?,
 /// stop_after_failures?, tolerance?}`.
-pub async fn run_loop(args: &LoopArgs<'_>) -> anyhow::Result<ExitCode> {
-    let text = read_input(args.file)?;
+async fn run_loop(g: &super::Global, args: &LoopArgs) -> anyhow::Result<ExitCode> {
+    let text = read_input(args.file.as_deref())?;
     let mut input: LoopInput = serde_json::from_str(&text)
         .context("the transcript must be JSON: {\"goal\": \"guardrail|scaffold|force\", \"answers\": [\"…\"], …}")?;
     input.max_rounds = args.max_rounds.or(input.max_rounds);
     input.stop_after_failures = args.stop_after_failures.or(input.stop_after_failures);
-    let config = Arc::new(super::config(args.config)?);
+    let config = Arc::new(super::config(g.config())?);
     let principal = workbench_principal(&config)
         .with_context(|| format!("the configuration has no `{WORKBENCH_PRINCIPAL}` principal"))?;
     let limits = config.intake;
-    let stores = match args.db {
-        Some(_) => super::stores(&config, args.db).await?,
+    let stores = match g.db() {
+        Some(_) => super::stores(&config, g.db()).await?,
         None => Stores::memory(),
     };
     let gate = gate(config, stores).context("building the guard")?;
     let started = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     let run = RunContext::new(&format!("lab-{}-{}", started.as_millis(), std::process::id()), WORKBENCH_PRINCIPAL);
     match replay_loop(&gate, &principal, &run, input, &limits).await {
-        Ok(report) => print(args.json, &report, print_loop),
-        Err(LabError::Invalid(r)) => refused(args.json, &r),
+        Ok(report) => print(g.json, &report, print_loop),
+        Err(LabError::Invalid(r)) => refused(g.json, &r),
         Err(LabError::Gate(e)) => Err(e.into()),
     }
 }
 
 /// `bridle lab plan`.
-pub fn run_plan(json: bool, steps: usize, file: Option<&Path>) -> anyhow::Result<ExitCode> {
+fn run_plan(json: bool, steps: usize, file: Option<&Path>) -> anyhow::Result<ExitCode> {
     let text = read_input(file)?;
     match check_plan(&text, steps) {
         Ok(report) => print(json, &report, print_plan),
@@ -69,7 +136,7 @@ pub fn run_plan(json: bool, steps: usize, file: Option<&Path>) -> anyhow::Result
 }
 
 /// `bridle lab judge`.
-pub fn run_judge(json: bool, marker: Option<&str>, file: Option<&Path>) -> anyhow::Result<ExitCode> {
+fn run_judge(json: bool, marker: Option<&str>, file: Option<&Path>) -> anyhow::Result<ExitCode> {
     let text = read_input(file)?;
     match judge(&text, marker) {
         Ok(report) => print(json, &report, |r| print_judge(r, &text)),
@@ -88,23 +155,10 @@ pub enum PromptLab {
     Injection,
 }
 
-/// Options of `bridle lab prompt`.
-pub struct PromptArgs<'a> {
-    pub json: bool,
-    pub lab: PromptLab,
-    pub lang: Lang,
-    pub goal: Goal,
-    pub max_rounds: usize,
-    pub steps: usize,
-    pub seed: u64,
-    pub undefended: bool,
-    pub file: Option<&'a Path>,
-}
-
 /// `bridle lab prompt`.
-pub fn run_prompt(args: &PromptArgs<'_>) -> anyhow::Result<ExitCode> {
-    let document = match (args.lab, args.file) {
-        (PromptLab::Injection | PromptLab::Plan, Some(_)) => Some(read_input(args.file)?),
+fn run_prompt(json: bool, args: &PromptArgs) -> anyhow::Result<ExitCode> {
+    let document = match (args.lab, args.file.as_deref()) {
+        (PromptLab::Injection | PromptLab::Plan, file @ Some(_)) => Some(read_input(file)?),
         _ => None,
     };
     let built = match args.lab {
@@ -122,7 +176,7 @@ pub fn run_prompt(args: &PromptArgs<'_>) -> anyhow::Result<ExitCode> {
             }),
     };
     match built {
-        Ok(value) if args.json => {
+        Ok(value) if json => {
             super::out::line(&serde_json::to_string(&value)?)?;
             Ok(ExitCode::SUCCESS)
         }
@@ -133,7 +187,7 @@ pub fn run_prompt(args: &PromptArgs<'_>) -> anyhow::Result<ExitCode> {
             super::out::line(value["prompt"].as_str().unwrap_or_default())?;
             Ok(ExitCode::SUCCESS)
         }
-        Err(r) => refused(args.json, &r),
+        Err(r) => refused(json, &r),
     }
 }
 

@@ -4,7 +4,7 @@
 //! promotion moves it one stage forward only when that validation passes, else says why and
 //! exits 1 with the stage unchanged.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -16,15 +16,81 @@ use bridle_runtime::store::Stores;
 use super::feedback::Common;
 use super::out;
 
-/// How a validation is run.
-pub struct ValidateArgs<'a> {
-    pub name: &'a str,
-    pub holdout: u32,
-    pub threshold: f64,
-    pub agent: Option<&'a str>,
+/// `bridle models …`.
+#[derive(Debug, clap::Subcommand)]
+pub enum ModelsCommand {
+    /// Register a model file as a candidate.
+    Register {
+        /// Model name (unique per tenant).
+        name: String,
+        /// The model file: a TOML file with an `[llm]` section, or a scripted model's script.
+        #[arg(long)]
+        model: PathBuf,
+        /// Tenant whose decisions validate it.
+        #[arg(long, default_value = "fab-1")]
+        tenant: String,
+        /// Who registers it.
+        #[arg(long, default_value = "cli")]
+        by: String,
+    },
+    /// The tenant's models with stage and hash.
+    List {
+        /// Tenant.
+        #[arg(long, default_value = "fab-1")]
+        tenant: String,
+    },
+    /// Replay held-out decisions on the model and judge the agreement (exit 1 when it fails).
+    Validate {
+        /// Model name.
+        name: String,
+        #[command(flatten)]
+        validation: ValidationArgs,
+    },
+    /// Validate, then move the model one stage forward if it passed; otherwise say why and exit 1.
+    Promote {
+        /// Model name.
+        name: String,
+        /// The stage to move to (must be the next one; default: the next one).
+        #[arg(long, value_parser = parse_stage)]
+        to: Option<bridle_core::models::Stage>,
+        /// Who promotes (the audit event's subject).
+        #[arg(long, default_value = "cli")]
+        by: String,
+        #[command(flatten)]
+        validation: ValidationArgs,
+    },
 }
 
-pub async fn register(c: &Common<'_>, name: &str, model: &Path, by: &str) -> anyhow::Result<ExitCode> {
+/// How a validation is run.
+#[derive(Debug, clap::Args)]
+pub struct ValidationArgs {
+    /// Tenant whose decisions validate the model.
+    #[arg(long, default_value = "fab-1")]
+    tenant: String,
+    /// The most recent replayable decisions without feedback replayed.
+    #[arg(long, default_value_t = bridle_core::models::DEFAULT_HOLDOUT)]
+    holdout: u32,
+    /// Agreement needed, 0–1.
+    #[arg(long, default_value_t = bridle_core::models::DEFAULT_THRESHOLD)]
+    threshold: f64,
+    /// Only decisions of this agent.
+    #[arg(long)]
+    agent: Option<String>,
+}
+
+/// Runs `bridle models …`.
+pub async fn run(g: &super::Global, command: &ModelsCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        ModelsCommand::Register { name, model, tenant, by } => register(&Common::new(g, tenant), name, model, by).await,
+        ModelsCommand::List { tenant } => list(&Common::new(g, tenant)).await,
+        ModelsCommand::Validate { name, validation: v } => validate(&Common::new(g, &v.tenant), name, v).await,
+        ModelsCommand::Promote { name, to, by, validation: v } => {
+            promote(&Common::new(g, &v.tenant), name, v, *to, by).await
+        }
+    }
+}
+
+async fn register(c: &Common<'_>, name: &str, model: &Path, by: &str) -> anyhow::Result<ExitCode> {
     let config = super::config(c.config)?;
     let stores = super::stores(&config, c.db).await?;
     let bytes = std::fs::read(model).with_context(|| format!("reading `{}`", model.display()))?;
@@ -49,7 +115,7 @@ pub async fn register(c: &Common<'_>, name: &str, model: &Path, by: &str) -> any
     Ok(ExitCode::SUCCESS)
 }
 
-pub async fn list(c: &Common<'_>) -> anyhow::Result<ExitCode> {
+async fn list(c: &Common<'_>) -> anyhow::Result<ExitCode> {
     let config = super::config(c.config)?;
     let stores = super::stores(&config, c.db).await?;
     for m in stores.models.models(c.tenant).await? {
@@ -83,13 +149,13 @@ async fn run_validation(
     stores: &Stores,
     tenant: &str,
     entry: &ModelEntry,
-    v: &ValidateArgs<'_>,
+    v: &ValidationArgs,
 ) -> anyhow::Result<Validation> {
     let path = Path::new(&entry.config_path);
     let bytes = std::fs::read(path).with_context(|| format!("reading `{}`", path.display()))?;
     let hash = models::file_hash(&bytes);
     let (client, _) = super::replay::model_from(path)?;
-    let records = models::held_out(stores, tenant, v.holdout, v.agent).await?;
+    let records = models::held_out(stores, tenant, v.holdout, v.agent.as_deref()).await?;
     eprintln!("validating {} on {} held-out decisions", entry.name, records.len());
     let now = time::OffsetDateTime::now_utc();
     let (validation, _) =
@@ -97,10 +163,10 @@ async fn run_validation(
     Ok(validation)
 }
 
-pub async fn validate(c: &Common<'_>, v: &ValidateArgs<'_>) -> anyhow::Result<ExitCode> {
+async fn validate(c: &Common<'_>, name: &str, v: &ValidationArgs) -> anyhow::Result<ExitCode> {
     let config = super::config(c.config)?;
     let stores = super::stores(&config, c.db).await?;
-    let Some(entry) = load(&stores, c.tenant, v.name).await? else { return Ok(ExitCode::FAILURE) };
+    let Some(entry) = load(&stores, c.tenant, name).await? else { return Ok(ExitCode::FAILURE) };
     let validation = run_validation(&config, &stores, c.tenant, &entry, v).await?;
     if c.json {
         out::line(&serde_json::to_string(&validation)?)?;
@@ -111,15 +177,21 @@ pub async fn validate(c: &Common<'_>, v: &ValidateArgs<'_>) -> anyhow::Result<Ex
     Ok(if validation.passed { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
-pub async fn promote(c: &Common<'_>, v: &ValidateArgs<'_>, to: Option<Stage>, by: &str) -> anyhow::Result<ExitCode> {
+async fn promote(
+    c: &Common<'_>,
+    name: &str,
+    v: &ValidationArgs,
+    to: Option<Stage>,
+    by: &str,
+) -> anyhow::Result<ExitCode> {
     let config = super::config(c.config)?;
     let stores = super::stores(&config, c.db).await?;
-    let Some(entry) = load(&stores, c.tenant, v.name).await? else { return Ok(ExitCode::FAILURE) };
+    let Some(entry) = load(&stores, c.tenant, name).await? else { return Ok(ExitCode::FAILURE) };
     let validation = run_validation(&config, &stores, c.tenant, &entry, v).await?;
     let secret = std::env::var(&config.webhooks.secret_env).ok();
     let hooks = hooks::from_settings(&config.webhooks, secret).map_err(anyhow::Error::msg)?;
     let now = time::OffsetDateTime::now_utc();
-    let p = Promotion { tenant: c.tenant, name: v.name, to, validation: &validation, actor: by, now };
+    let p = Promotion { tenant: c.tenant, name, to, validation: &validation, actor: by, now };
     match models::promote(&stores, &hooks, p).await {
         Ok((updated, _)) => {
             if c.json {

@@ -2,7 +2,6 @@
 //! failure, for the action history the gate weighs future proposals against. The work is
 //! `bridle_runtime::history::rate`, which audits it.
 
-use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -14,42 +13,49 @@ use serde_json::json;
 
 use super::out;
 
-/// What `bridle outcome` was asked.
-pub struct Args<'a> {
-    pub config: Option<&'a Path>,
-    pub db: Option<&'a str>,
-    pub json: bool,
-    pub tenant: &'a str,
-    pub job: &'a str,
+// What `bridle outcome` was asked (its help is the variant's doc in main.rs).
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Tenant of the job.
+    #[arg(long)]
+    pub tenant: String,
+    /// The job that executed the action.
+    pub job: String,
+    /// It failed (default: it succeeded).
+    #[arg(long)]
     pub failure: bool,
-    pub note: Option<&'a str>,
-    pub by: &'a str,
+    /// What was observed.
+    #[arg(long)]
+    pub note: Option<String>,
+    /// Who rates it (recorded; default: `cli`).
+    #[arg(long, default_value = "cli")]
+    pub by: String,
 }
 
-pub async fn run(args: &Args<'_>) -> anyhow::Result<ExitCode> {
+pub async fn run(g: &super::Global, args: &Args) -> anyhow::Result<ExitCode> {
     use bridle_core::bounds;
     let flag = |e: bounds::BoundError| anyhow::anyhow!("--{}: {e}", e.field());
-    bounds::check_id("tenant", args.tenant).map_err(flag)?;
-    bounds::check_id("job", args.job).map_err(flag)?;
-    bounds::check_text("by", args.by, bounds::SUBJECT_MAX).map_err(flag)?;
-    if let Some(note) = args.note {
+    bounds::check_id("tenant", &args.tenant).map_err(flag)?;
+    bounds::check_id("job", &args.job).map_err(flag)?;
+    bounds::check_text("by", &args.by, bounds::SUBJECT_MAX).map_err(flag)?;
+    if let Some(note) = args.note.as_deref() {
         bounds::check_reason("note", note).map_err(flag)?;
     }
-    let config = Arc::new(super::config(args.config)?);
-    let stores = super::stores(&config, args.db).await?;
+    let config = Arc::new(super::config(g.config())?);
+    let stores = super::stores(&config, g.db()).await?;
     let adapter = Arc::new(bridle_runtime::adapter::MemoryAdapter::from_config(&config));
     let gate = Gate::new(config, stores, adapter, Arc::new(SystemClock));
     let rating = Rating {
         outcome: if args.failure { Outcome::Failure } else { Outcome::Success },
         source: OutcomeSource::Operator,
-        rated_by: args.by.to_owned(),
-        note: args.note.map(str::to_owned),
+        rated_by: args.by.clone(),
+        note: args.note.clone(),
         rated_at: time::OffsetDateTime::now_utc(),
     };
-    let Some(action) = bridle_runtime::history::rate(&gate, args.tenant, args.job, &rating).await? else {
+    let Some(action) = bridle_runtime::history::rate(&gate, &args.tenant, &args.job, &rating).await? else {
         bail!("no executed action with job `{}` in tenant `{}`", args.job, args.tenant);
     };
-    if args.json {
+    if g.json {
         out::line(&json!({"action": action}).to_string())?;
     } else {
         out::line(&format!(

@@ -14,20 +14,38 @@ use bridle_runtime::llm::{LlmClient, ScriptedModel};
 use bridle_runtime::replay::{AbReport, ReplayReport, Replayer};
 use bridle_runtime::runtime::{Env, model_client};
 
-/// What `bridle replay` was asked.
-pub struct Args<'a> {
-    pub config: &'a Option<PathBuf>,
-    pub db: Option<&'a str>,
-    pub json: bool,
-    pub tenant: &'a str,
-    pub model: Option<&'a Path>,
-    pub ab: Option<(&'a Path, &'a Path)>,
-    pub run: Option<&'a str>,
-    pub filters: &'a [String],
+// What `bridle replay` was asked (its help is the variant's doc in main.rs).
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Tenant whose decision log is replayed.
+    #[arg(long)]
+    pub tenant: String,
+    /// Model to replay on: a TOML file with an `[llm]` section, or a scripted model's script
+    /// (default: the configuration's `[llm]`).
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+    /// Two model files, replayed side by side on the same decisions.
+    #[arg(long, num_args = 2, value_names = ["CONFIG_A", "CONFIG_B"], conflicts_with_all = ["model", "run"])]
+    pub ab: Option<Vec<PathBuf>>,
+    /// Replay one pipeline run in order and stop at the first decision that disagrees.
+    #[arg(long)]
+    pub run: Option<String>,
+    /// Keep only matching records: `agent=A`, `verdict=V`, `run=R` (repeatable).
+    #[arg(long = "filter", value_name = "KEY=VALUE")]
+    pub filters: Vec<String>,
+    /// The most recent decisions replayed.
+    #[arg(long, default_value_t = 100)]
     pub limit: u32,
+    /// Relative tolerance for numeric parameters.
+    #[arg(long, default_value_t = 0.01)]
     pub tolerance: f64,
-    pub report: Option<&'a Path>,
-    /// Release gate: fail (exit 1) below this agreement (0–1).
+    /// Write FILE.json and FILE.html.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// Release gate: exit 1 when agreement on the recorded set is below THRESHOLD (0–1,
+    /// e.g. 0.95), naming which of model, prompt, tool schema and policy changed since the
+    /// records were made.
+    #[arg(long, value_name = "THRESHOLD", conflicts_with_all = ["ab", "run"])]
     pub gate: Option<f64>,
 }
 
@@ -99,28 +117,28 @@ fn write_report(path: &Path, json: &serde_json::Value, page: &str) -> anyhow::Re
     Ok(())
 }
 
-pub async fn run(args: Args<'_>) -> anyhow::Result<ExitCode> {
-    let config = super::config(args.config.as_deref())?;
-    let stores = super::stores(&config, args.db).await?;
+pub async fn run(g: &super::Global, args: &Args) -> anyhow::Result<ExitCode> {
+    let config = super::config(g.config())?;
+    let stores = super::stores(&config, g.db()).await?;
     let tolerance = Tolerance { relative: args.tolerance, ..Tolerance::default() };
     let registry = config.registry.clone();
     let replayer = |client: Arc<dyn LlmClient>| Replayer::new(client, registry.clone(), tolerance);
     let current = || -> anyhow::Result<(Arc<dyn LlmClient>, String)> {
-        match args.model {
+        match args.model.as_deref() {
             Some(path) => model_from(path),
             None => Ok((model_client(&config.llm, &Env::from_process())?, "configured model".to_owned())),
         }
     };
 
-    if let Some(run_id) = args.run {
+    if let Some(run_id) = args.run.as_deref() {
         // Every record of the run, however old: a run is small.
-        let records = stores.decisions.recent(args.tenant, u32::MAX).await?;
+        let records = stores.decisions.recent(&args.tenant, u32::MAX).await?;
         let (client, _) = current()?;
         let divergence = replayer(client).replay_run(run_id, &records).await;
         if divergence.recorded == 0 {
             bail!("no decision records of run `{run_id}` in tenant `{}`", args.tenant);
         }
-        if args.json {
+        if g.json {
             super::out::line(&serde_json::to_string(&divergence)?)?;
         } else {
             match &divergence.first {
@@ -143,25 +161,29 @@ pub async fn run(args: Args<'_>) -> anyhow::Result<ExitCode> {
 
     // Without filters the newest `limit` records are all that is needed; filters look at all.
     let fetch = if args.filters.is_empty() { args.limit } else { u32::MAX };
-    let mut records = filtered(stores.decisions.recent(args.tenant, fetch).await?, args.filters)?;
+    let mut records = filtered(stores.decisions.recent(&args.tenant, fetch).await?, &args.filters)?;
     // The last `limit` decisions, replayed oldest first.
     records.truncate(usize::try_from(args.limit).unwrap_or(usize::MAX));
     records.reverse();
 
-    if let Some((a, b)) = args.ab {
+    let ab = args.ab.as_deref().and_then(|v| match v {
+        [a, b] => Some((a.as_path(), b.as_path())),
+        _ => None,
+    });
+    if let Some((a, b)) = ab {
         let (ca, la) = model_from(a)?;
         let (cb, lb) = model_from(b)?;
         let ra = replayer(ca).replay_all(&la, &records, progress).await;
         let rb = replayer(cb).replay_all(&lb, &records, progress).await;
         let ab = AbReport::new(ra, rb, &tolerance);
-        if args.json {
+        if g.json {
             super::out::line(&serde_json::to_string(&ab)?)?;
         } else {
             print_report(&ab.a)?;
             print_report(&ab.b)?;
             super::out::line(&format!("A and B agree with each other on {}/{}", ab.a_b_agree, ab.a.total))?;
         }
-        if let Some(path) = args.report {
+        if let Some(path) = args.report.as_deref() {
             write_report(path, &serde_json::to_value(&ab)?, &html::ab_page(&ab))?;
         }
         return Ok(ExitCode::SUCCESS);
@@ -175,10 +197,10 @@ pub async fn run(args: Args<'_>) -> anyhow::Result<ExitCode> {
     let (client, label) = current()?;
     let report = replayer(client).replay_all(&label, &records, progress).await;
     let verdict = args.gate.map(|threshold| {
-        let replay_model = args.model.map(|_| label.as_str());
+        let replay_model = args.model.as_ref().map(|_| label.as_str());
         bridle_runtime::replay::gate::judge(&report, &records, &config, replay_model, threshold)
     });
-    if args.json {
+    if g.json {
         match &verdict {
             Some(v) => super::out::line(&serde_json::json!({"report": report, "gate": v}).to_string())?,
             None => super::out::line(&serde_json::to_string(&report)?)?,
@@ -186,11 +208,11 @@ pub async fn run(args: Args<'_>) -> anyhow::Result<ExitCode> {
     } else {
         print_report(&report)?;
     }
-    if let Some(path) = args.report {
+    if let Some(path) = args.report.as_deref() {
         write_report(path, &serde_json::to_value(&report)?, &html::report_page(&report))?;
     }
     let Some(verdict) = verdict else { return Ok(ExitCode::SUCCESS) };
-    if !args.json {
+    if !g.json {
         for c in &verdict.changes {
             let agent = c.agent.as_deref().map(|a| format!(" of `{a}`")).unwrap_or_default();
             super::out::line(&format!(
@@ -207,7 +229,7 @@ pub async fn run(args: Args<'_>) -> anyhow::Result<ExitCode> {
         verdict.summary()
     };
     if verdict.passed {
-        if !args.json {
+        if !g.json {
             super::out::line(&summary)?;
         }
         Ok(ExitCode::SUCCESS)

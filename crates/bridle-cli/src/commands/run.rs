@@ -1,7 +1,7 @@
 //! `bridle run`: runs a workflow file on the configured runtime (its store, checkpoints and
 //! hooks) with a progress line per node on stderr, or resumes a paused run.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
@@ -15,16 +15,27 @@ use serde_json::{Value, json};
 
 use super::out::line;
 
-/// The arguments of `bridle run`.
-pub struct Args<'a> {
-    pub config: Option<&'a Path>,
-    pub db: Option<&'a str>,
-    pub json: bool,
-    pub file: &'a Path,
-    pub input: Option<&'a str>,
-    pub model: Option<&'a Path>,
-    /// `(run id, interrupt id, value)` to resume a paused run.
-    pub resume: Option<(&'a str, &'a str, &'a str)>,
+// The arguments of `bridle run` (its help is the variant's doc in main.rs).
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The workflow file.
+    pub file: PathBuf,
+    /// The run's input: a JSON object of state keys.
+    #[arg(long, value_name = "JSON")]
+    pub input: Option<String>,
+    /// Model: a TOML file with an `[llm]` section, or a scripted model's script (default: the
+    /// configuration's `[llm]`).
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+    /// Resume this paused run (with `--interrupt` and `--value`).
+    #[arg(long, value_name = "RUN_ID", requires_all = ["interrupt", "value"], conflicts_with = "input")]
+    pub resume: Option<String>,
+    /// The interrupt answered (printed when the run paused).
+    #[arg(long, value_name = "ID", requires = "resume")]
+    pub interrupt: Option<String>,
+    /// The answer, as JSON (an approval node stores it in its output).
+    #[arg(long, value_name = "JSON", requires = "resume")]
+    pub value: Option<String>,
 }
 
 fn parse_json(what: &str, text: &str) -> anyhow::Result<Value> {
@@ -117,12 +128,12 @@ fn report(outcome: &RunOutcome, file: &Path, json: bool) -> anyhow::Result<ExitC
 
 /// Runs (or resumes) the workflow and prints how it ended; exit 1 when it failed, 2 when the
 /// file is refused.
-pub async fn run(args: Args<'_>) -> anyhow::Result<ExitCode> {
-    let config = Arc::new(super::config(args.config)?);
-    let workflow = match load(args.file, &config) {
+pub async fn run(g: &super::Global, args: &Args) -> anyhow::Result<ExitCode> {
+    let config = Arc::new(super::config(g.config())?);
+    let workflow = match load(&args.file, &config) {
         Ok(w) => w,
         Err(rejection) => {
-            if args.json {
+            if g.json {
                 line(&json!({"error": rejection}).to_string())?;
             } else {
                 eprintln!("refused {}: {}", rejection.code, args.file.display());
@@ -142,31 +153,36 @@ pub async fn run(args: Args<'_>) -> anyhow::Result<ExitCode> {
         }
     };
     let mut builder = RuntimeBuilder::new(config.clone());
-    if let Some(db) = args.db {
+    if let Some(db) = g.db() {
         builder = builder.store_url(db);
     }
-    if let Some(model) = args.model {
+    if let Some(model) = &args.model {
         builder = builder.llm(super::replay::model_from(model)?.0);
     }
     let runtime = builder.build().await.context("building the runtime")?;
     // Its chains' heads are signed once more before the process exits, even if the runtime is
     // still shared then.
     super::track(&runtime.stores);
-    let run_id = match &args.resume {
+    // `(run id, interrupt id, value)` to resume a paused run.
+    let resume = match (&args.resume, &args.interrupt, &args.value) {
+        (Some(r), Some(i), Some(v)) => Some((r.as_str(), i.as_str(), v.as_str())),
+        _ => None,
+    };
+    let run_id = match &resume {
         Some((run_id, _, _)) => (*run_id).to_owned(),
         None => bridle_runtime::workflow::new_run_id(&workflow, &config),
     };
     let compiled = CompiledWorkflow::for_runtime(workflow, &runtime, &run_id)
         .map_err(|r| anyhow::anyhow!("{}: {}", r.code, r.message))?;
     let started = Instant::now();
-    let mut stream = match args.resume {
+    let mut stream = match resume {
         Some((_, interrupt, value)) => {
             let value = parse_json("--value", value)?;
             eprintln!("resuming {run_id} at {interrupt}");
             compiled.resume(compiled.run_config(&runtime, &run_id), interrupt, value)
         }
         None => {
-            let input = match args.input {
+            let input = match args.input.as_deref() {
                 Some(text) => parse_json("--input", text)?,
                 None => json!({}),
             };
@@ -181,7 +197,7 @@ pub async fn run(args: Args<'_>) -> anyhow::Result<ExitCode> {
     };
     let mut outcome = None;
     while let Some(event) = stream.next().await {
-        if !args.json {
+        if !g.json {
             progress(&event, started);
         }
         if let Event::Finished { outcome: o } = event {
@@ -189,7 +205,7 @@ pub async fn run(args: Args<'_>) -> anyhow::Result<ExitCode> {
         }
     }
     let outcome = outcome.context("the run ended without an outcome")?;
-    let code = report(&outcome, args.file, args.json)?;
+    let code = report(&outcome, &args.file, g.json)?;
     runtime.shutdown().await;
     Ok(code)
 }

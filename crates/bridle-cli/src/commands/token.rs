@@ -8,25 +8,46 @@ use bridle_server::auth::{DEFAULT_AUDIENCE, DEFAULT_ISSUER, TokenRequest, issue_
 
 use super::out;
 
-/// What `bridle token issue` was given.
-#[derive(Debug, Clone)]
-pub struct IssueArgs<'a> {
-    /// `--subject`.
-    pub subject: &'a str,
-    /// `--tenant`.
-    pub tenant: &'a str,
-    /// `--services a,b`.
-    pub services: &'a [String],
-    /// `--scopes x,y`.
-    pub scopes: &'a [String],
-    /// `--ttl 1h`.
-    pub ttl: &'a str,
-    /// `--agent NAME`.
-    pub agent: Option<&'a str>,
+/// `bridle token …`.
+#[derive(Debug, clap::Subcommand)]
+pub enum TokenCommand {
+    /// Print an HS256 token signed with BRIDLE_JWT_SECRET.
+    Issue(IssueArgs),
+}
+
+// The arguments of `bridle token issue` (its help is the variant's doc above).
+#[derive(Debug, clap::Args)]
+pub struct IssueArgs {
+    /// Subject (`sub`).
+    #[arg(long)]
+    pub subject: String,
+    /// Tenant.
+    #[arg(long)]
+    pub tenant: String,
+    /// Services, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub services: Vec<String>,
+    /// Scopes, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub scopes: Vec<String>,
+    /// Lifetime: `90s`, `15m`, `1h`, `7d`.
+    #[arg(long, default_value = "1h")]
+    pub ttl: String,
+    /// The `[[agents]]` id this token belongs to (`agent` claim): every call made with it is
+    /// that agent's, and a request naming another agent is refused.
+    #[arg(long)]
+    pub agent: Option<String>,
+}
+
+/// Runs `bridle token …`.
+pub fn run(g: &super::Global, command: &TokenCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        TokenCommand::Issue(args) => issue(args, g.json),
+    }
 }
 
 /// Prints the token (or `{"token", "expires_in"}` with `--json`).
-pub fn issue(args: &IssueArgs<'_>, json: bool) -> anyhow::Result<ExitCode> {
+fn issue(args: &IssueArgs, json: bool) -> anyhow::Result<ExitCode> {
     let secret = std::env::var("BRIDLE_JWT_SECRET").ok().filter(|s| !s.is_empty());
     let Some(secret) = secret else {
         bail!(
@@ -34,15 +55,15 @@ pub fn issue(args: &IssueArgs<'_>, json: bool) -> anyhow::Result<ExitCode> {
              with (at least 32 bytes, e.g. `export BRIDLE_JWT_SECRET=$(openssl rand -hex 32)`)"
         );
     };
-    let ttl_seconds = parse_ttl(args.ttl)?;
+    let ttl_seconds = parse_ttl(&args.ttl)?;
     let var = |k: &str, default: &str| std::env::var(k).ok().filter(|v| !v.is_empty()).unwrap_or(default.to_owned());
     let request = TokenRequest {
-        subject: args.subject.to_owned(),
-        tenant: args.tenant.to_owned(),
-        services: list(args.services),
-        scopes: list(args.scopes),
+        subject: args.subject.clone(),
+        tenant: args.tenant.clone(),
+        services: list(&args.services),
+        scopes: list(&args.scopes),
         ttl_seconds,
-        agent: args.agent.map(str::to_owned),
+        agent: args.agent.clone(),
     };
     let token = issue_hs256(
         secret.as_bytes(),

@@ -386,20 +386,34 @@ impl AdapterSettings {
     }
 }
 
+/// A template whose braces do not pair into `{name}` placeholders.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlaceholderError {
+    /// A `}` with no `{` before it.
+    #[error("unbalanced `}}` in `{0}`")]
+    Unbalanced(String),
+    /// A `{` never closed.
+    #[error("unclosed `{{` in `{0}`")]
+    Unclosed(String),
+    /// `{}` or a `{` inside a placeholder.
+    #[error("bad placeholder in `{0}`")]
+    Bad(String),
+}
+
 /// The `{name}` placeholders of a template, or `Err` on an unbalanced brace.
-pub fn placeholders(template: &str) -> Result<Vec<&str>, String> {
+pub fn placeholders(template: &str) -> Result<Vec<&str>, PlaceholderError> {
     let mut out = Vec::new();
     let mut rest = template;
     while let Some(open) = rest.find(['{', '}']) {
         let (before, after) = rest.split_at(open);
         if before.len() == open && after.starts_with('}') {
-            return Err(format!("unbalanced `}}` in `{template}`"));
+            return Err(PlaceholderError::Unbalanced(template.to_owned()));
         }
         let inner = after.get(1..).unwrap_or_default();
-        let Some(close) = inner.find('}') else { return Err(format!("unclosed `{{` in `{template}`")) };
+        let Some(close) = inner.find('}') else { return Err(PlaceholderError::Unclosed(template.to_owned())) };
         let name = inner.get(..close).unwrap_or_default();
         if name.is_empty() || name.contains('{') {
-            return Err(format!("bad placeholder in `{template}`"));
+            return Err(PlaceholderError::Bad(template.to_owned()));
         }
         out.push(name);
         rest = inner.get(close + 1..).unwrap_or_default();
@@ -439,7 +453,7 @@ fn schema_params(registry: &Registry, tool: &str) -> Option<Vec<String>> {
 /// Checks that every placeholder of `template` names one of `params` (when known).
 fn check_template(at: &str, template: &str, params: Option<&[String]>, extra: &[&str], errors: &mut Errors) {
     match placeholders(template) {
-        Err(e) => errors.push(at, e),
+        Err(e) => errors.push(at, e.to_string()),
         Ok(names) => {
             for name in names {
                 let known = extra.contains(&name) || params.is_none_or(|p| p.iter().any(|x| x == name));
@@ -648,6 +662,8 @@ mod tests {
     fn placeholders_are_found_and_braces_must_balance() {
         assert_eq!(placeholders("/a/{x}/b/{y}").ok(), Some(vec!["x", "y"]));
         assert_eq!(placeholders("/plain").ok(), Some(vec![]));
+        assert_eq!(placeholders("/a/{x").map_err(|e| e.to_string()), Err("unclosed `{` in `/a/{x`".to_owned()));
+        assert_eq!(placeholders("/a}"), Err(PlaceholderError::Unbalanced("/a}".to_owned())));
         for bad in ["/a/{x", "/a/x}", "/{}", "/{{x}}"] {
             assert!(placeholders(bad).is_err(), "{bad}");
         }

@@ -391,14 +391,19 @@ fn load_policy(
             Err(e) => errors.push("policy.files", format!("cannot read `{path}`: {e}")),
         }
     }
-    let expectations =
-        raw.expectations.as_ref().and_then(|path| match files.read(path).and_then(|t| parse_expectations(&t)) {
+    let expectations = raw.expectations.as_ref().and_then(|path| {
+        match files
+            .read(path)
+            .map_err(|e| e.to_string())
+            .and_then(|t| parse_expectations(&t).map_err(|e| e.to_string()))
+        {
             Ok(x) => Some(x),
             Err(e) => {
                 errors.push("policy.expectations", format!("`{path}`: {e}"));
                 None
             }
-        });
+        }
+    });
     let engine = match PolicyEngine::load(&schema?, &sources, registry, raw.version.as_deref()) {
         Ok(engine) => engine,
         Err(errs) => {

@@ -59,17 +59,36 @@ struct File {
     expect: Vec<PolicyExpectation>,
 }
 
+/// Why an expectations file was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExpectationsError {
+    /// The text is larger than a configuration text may be.
+    #[error("{len} bytes, more than the {max} allowed")]
+    TooLarge {
+        /// Its size (bytes).
+        len: usize,
+        /// The bound (bytes).
+        max: usize,
+    },
+    /// Not TOML, or not `[[expect]]` tables.
+    #[error(transparent)]
+    Toml(#[from] toml::de::Error),
+    /// Past the configuration's size bounds (every problem, `; `-separated).
+    #[error("{}", .0.join("; "))]
+    Bounds(Vec<String>),
+}
+
 /// Parses an expectations file (`[[expect]]` tables).
-pub fn parse_expectations(text: &str) -> Result<Vec<PolicyExpectation>, String> {
+pub fn parse_expectations(text: &str) -> Result<Vec<PolicyExpectation>, ExpectationsError> {
     if text.len() > crate::config::MAX_TEXT_BYTES {
-        return Err(format!("{} bytes, more than the {} allowed", text.len(), crate::config::MAX_TEXT_BYTES));
+        return Err(ExpectationsError::TooLarge { len: text.len(), max: crate::config::MAX_TEXT_BYTES });
     }
-    let table = text.parse::<toml::Table>().map_err(|e| e.to_string())?;
+    let table = text.parse::<toml::Table>()?;
     let bounds: Vec<String> = crate::config::bound_problems(&table).iter().map(ToString::to_string).collect();
     if !bounds.is_empty() {
-        return Err(bounds.join("; "));
+        return Err(ExpectationsError::Bounds(bounds));
     }
-    toml::from_str::<File>(text).map(|f| f.expect).map_err(|e| e.to_string())
+    Ok(toml::from_str::<File>(text)?.expect)
 }
 
 pub(super) fn check(engine: &PolicyEngine, registry: &Registry, expectations: &[PolicyExpectation]) -> Vec<String> {

@@ -12,6 +12,33 @@ use serde_json::{Map, Number, Value};
 /// Longest CEL expression source (bytes).
 pub const MAX_SOURCE_BYTES: usize = 4096;
 
+/// Why an expression gave no usable value (never read as true or false).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExprError {
+    /// CEL could not evaluate it (a type error, a missing key, an overflow).
+    #[error("`{expr}` could not be evaluated: {cause}")]
+    Eval {
+        /// The expression's source.
+        expr: String,
+        /// CEL's own message.
+        cause: String,
+    },
+    /// It gave a value JSON cannot hold.
+    #[error("`{expr}` gave a value that is not JSON")]
+    NotJson {
+        /// The expression's source.
+        expr: String,
+    },
+    /// A condition gave something other than a boolean.
+    #[error("`{expr}` gave `{value}`, not a boolean")]
+    NotBool {
+        /// The expression's source.
+        expr: String,
+        /// What it gave.
+        value: Value,
+    },
+}
+
 /// A compiled CEL expression and its source.
 #[derive(Clone)]
 pub struct Expr {
@@ -57,6 +84,7 @@ impl Expr {
                 .map_err(|e| e.to_string().lines().next().unwrap_or("syntax error").trim().to_owned())
         });
         let program = compiled
+            .map_err(|e| e.to_string())
             .and_then(|p| p)
             .map_err(|first| vec![format!("CEL expression `{source}` does not compile: {first}")])?;
         let bound: BTreeSet<String> = BOUND
@@ -94,20 +122,23 @@ impl Expr {
     }
 
     /// Evaluates over `state` (every key it reads is bound, `null` when absent).
-    pub fn eval(&self, state: &Map<String, Value>) -> Result<Value, String> {
+    pub fn eval(&self, state: &Map<String, Value>) -> Result<Value, ExprError> {
         let mut ctx = Context::default();
         for key in &self.reads {
             ctx.add_variable_from_value(key.as_str(), to_cel(state.get(key).unwrap_or(&Value::Null)));
         }
-        let value = self.program.execute(&ctx).map_err(|e| format!("`{}` could not be evaluated: {e}", self.source))?;
-        from_cel(&value).ok_or_else(|| format!("`{}` gave a value that is not JSON", self.source))
+        let value = self
+            .program
+            .execute(&ctx)
+            .map_err(|e| ExprError::Eval { expr: self.source.clone(), cause: e.to_string() })?;
+        from_cel(&value).ok_or_else(|| ExprError::NotJson { expr: self.source.clone() })
     }
 
     /// Evaluates to a boolean; anything else is an error (never read as true or false).
-    pub fn eval_bool(&self, state: &Map<String, Value>) -> Result<bool, String> {
+    pub fn eval_bool(&self, state: &Map<String, Value>) -> Result<bool, ExprError> {
         match self.eval(state)? {
             Value::Bool(b) => Ok(b),
-            other => Err(format!("`{}` gave `{other}`, not a boolean", self.source)),
+            other => Err(ExprError::NotBool { expr: self.source.clone(), value: other }),
         }
     }
 }
@@ -187,7 +218,9 @@ mod tests {
     #[test]
     fn a_non_boolean_condition_is_an_error() {
         let e = Expr::compile("a", &keys(&["a"])).unwrap();
-        assert!(e.eval_bool(json!({"a": 1}).as_object().unwrap()).is_err());
+        let err = e.eval_bool(json!({"a": 1}).as_object().unwrap()).unwrap_err();
+        assert_eq!(err, ExprError::NotBool { expr: "a".to_owned(), value: json!(1) });
+        assert_eq!(err.to_string(), "`a` gave `1`, not a boolean");
         let e = Expr::compile("a.missing > 1", &keys(&["a"])).unwrap();
         assert!(e.eval_bool(json!({"a": {}}).as_object().unwrap()).is_err());
     }

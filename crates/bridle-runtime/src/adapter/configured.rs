@@ -14,6 +14,7 @@ use bridle_core::job::Job;
 use bridle_core::ports::{Adapter, AdapterCall, AdapterError, Outcome};
 use serde_json::Value;
 
+use super::SetupError;
 use super::command::CommandAdapter;
 use super::http::{HttpAdapter, HttpTool};
 use super::mcp::{McpAdapter, McpTool};
@@ -25,23 +26,30 @@ pub struct ConfiguredAdapter {
 }
 
 /// The credential of an executor identity, if it names one.
-fn credential(executor: &Executor) -> Result<Option<String>, String> {
+fn credential(executor: &Executor) -> Result<Option<String>, SetupError> {
+    let owner = || format!("executor `{}`", executor.name);
     if let Some(var) = &executor.credential_env {
-        let value = std::env::var(var)
-            .map_err(|_| format!("executor `{}`: environment variable `{var}` is not set", executor.name))?;
+        let value = std::env::var(var).map_err(|_| SetupError::CredentialEnv { owner: owner(), var: var.clone() })?;
         return Ok(Some(value.trim().to_owned()));
     }
     if let Some(path) = &executor.credential_file {
-        let value = std::fs::read_to_string(path)
-            .map_err(|e| format!("executor `{}`: cannot read credential file `{path}`: {e}", executor.name))?;
+        let value = std::fs::read_to_string(path).map_err(|cause| SetupError::CredentialFile {
+            owner: owner(),
+            path: path.clone(),
+            cause,
+        })?;
         return Ok(Some(value.trim().to_owned()));
     }
     Ok(None)
 }
 
+fn no_adapter(kind: &'static str, name: &str) -> SetupError {
+    SetupError::NoAdapter { kind, name: name.to_owned() }
+}
+
 impl ConfiguredAdapter {
     /// The adapters `config` names, over `fallback` for tools without one.
-    pub fn from_config(config: &Config, fallback: Arc<dyn Adapter>) -> Result<Self, String> {
+    pub fn from_config(config: &Config, fallback: Arc<dyn Adapter>) -> Result<Self, SetupError> {
         let settings = &config.adapters;
         let mut http_tools: BTreeMap<&str, BTreeMap<String, HttpTool>> = BTreeMap::new();
         let mut command_tools: BTreeMap<&str, BTreeMap<String, _>> = BTreeMap::new();
@@ -51,8 +59,11 @@ impl ConfiguredAdapter {
             let Some(contract) = config.registry.get(tool) else { continue };
             match route {
                 ToolRoute::Http { adapter, method, path, body } => {
-                    let method = reqwest::Method::from_bytes(method.as_bytes())
-                        .map_err(|e| format!("tool `{tool}`: method `{method}`: {e}"))?;
+                    let method = reqwest::Method::from_bytes(method.as_bytes()).map_err(|e| SetupError::Method {
+                        tool: tool.clone(),
+                        method: method.clone(),
+                        cause: e.to_string(),
+                    })?;
                     let entry = HttpTool {
                         mode: contract.mode,
                         executor: contract.executor.clone(),
@@ -61,10 +72,10 @@ impl ConfiguredAdapter {
                         body: *body,
                     };
                     http_tools.entry(adapter).or_default().insert(tool.clone(), entry);
-                    let executor = config
-                        .executors
-                        .get(&contract.executor)
-                        .ok_or_else(|| format!("tool `{tool}`: no executor `{}`", contract.executor))?;
+                    let executor = config.executors.get(&contract.executor).ok_or_else(|| SetupError::NoExecutor {
+                        tool: tool.clone(),
+                        executor: contract.executor.clone(),
+                    })?;
                     if let Some(secret) = credential(executor)? {
                         credentials.entry(adapter).or_default().insert(executor.name.clone(), secret);
                     }
@@ -95,7 +106,7 @@ impl ConfiguredAdapter {
         }
         let mut routes: BTreeMap<String, Arc<dyn Adapter>> = BTreeMap::new();
         for (name, tools) in http_tools {
-            let http = settings.http.get(name).ok_or_else(|| format!("no HTTP adapter `{name}`"))?;
+            let http = settings.http.get(name).ok_or_else(|| no_adapter("HTTP", name))?;
             let names: Vec<String> = tools.keys().cloned().collect();
             let secrets = credentials.remove(name).unwrap_or_default();
             let adapter: Arc<dyn Adapter> = Arc::new(HttpAdapter::new(name, http.clone(), tools, secrets)?);
@@ -104,7 +115,7 @@ impl ConfiguredAdapter {
             }
         }
         for (name, tools) in command_tools {
-            let command = settings.command.get(name).ok_or_else(|| format!("no command adapter `{name}`"))?;
+            let command = settings.command.get(name).ok_or_else(|| no_adapter("command", name))?;
             let names: Vec<String> = tools.keys().cloned().collect();
             let adapter: Arc<dyn Adapter> = Arc::new(CommandAdapter::new(name, command.clone(), tools));
             for tool in names {
@@ -112,18 +123,25 @@ impl ConfiguredAdapter {
             }
         }
         for (name, tools) in mcp_tools {
-            let mcp = settings.mcp.get(name).ok_or_else(|| format!("no MCP adapter `{name}`"))?;
+            let mcp = settings.mcp.get(name).ok_or_else(|| no_adapter("MCP", name))?;
             // Bridle's own credential for the upstream, read once (fail closed).
             let credential = match &mcp.upstream {
                 McpUpstream::Http { credential_env: Some(var), .. } => Some(
                     std::env::var(var)
-                        .map_err(|_| format!("MCP adapter `{name}`: environment variable `{var}` is not set"))?
+                        .map_err(|_| SetupError::CredentialEnv {
+                            owner: format!("MCP adapter `{name}`"),
+                            var: var.clone(),
+                        })?
                         .trim()
                         .to_owned(),
                 ),
                 McpUpstream::Http { credential_file: Some(path), .. } => Some(
                     std::fs::read_to_string(path)
-                        .map_err(|e| format!("MCP adapter `{name}`: cannot read credential file `{path}`: {e}"))?
+                        .map_err(|cause| SetupError::CredentialFile {
+                            owner: format!("MCP adapter `{name}`"),
+                            path: path.clone(),
+                            cause,
+                        })?
                         .trim()
                         .to_owned(),
                 ),

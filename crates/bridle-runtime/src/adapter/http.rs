@@ -83,7 +83,7 @@ impl HttpAdapter {
         settings: HttpAdapterSettings,
         tools: BTreeMap<String, HttpTool>,
         credentials: BTreeMap<String, String>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, super::SetupError> {
         crate::llm::openai::install_tls_provider();
         let policy = Policy::custom(|attempt| {
             if !same_origin(&attempt) {
@@ -98,7 +98,7 @@ impl HttpAdapter {
             .timeout(settings.timeout)
             .redirect(policy)
             .build()
-            .map_err(|e| format!("HTTP adapter `{name}`: {e}"))?;
+            .map_err(|e| super::SetupError::Client { name: name.to_owned(), cause: e.to_string() })?;
         Ok(Self { name: name.to_owned(), settings, client, tools, credentials })
     }
 
@@ -270,7 +270,7 @@ pub fn fill_path_for(template: &str, call: &AdapterCall) -> Result<String, Adapt
 }
 
 fn fill(template: &str, arguments: &Value, call: Option<&AdapterCall>) -> Result<String, AdapterError> {
-    let names = bridle_core::config::placeholders(template).map_err(AdapterError::Failed)?;
+    let names = bridle_core::config::placeholders(template).map_err(|e| AdapterError::Failed(e.to_string()))?;
     let mut path = template.to_owned();
     for name in names {
         let context = ContextField::from_placeholder(name);

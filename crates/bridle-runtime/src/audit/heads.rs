@@ -76,6 +76,9 @@ pub enum HeadError {
     /// The key is ambiguous, unreadable or malformed (the message names no key material).
     #[error("audit signing key: {0}")]
     Key(String),
+    /// No key could be generated: the system gave no randomness.
+    #[error("no system randomness: {0}")]
+    Randomness(getrandom::Error),
 }
 
 /// Why the chains' tails are not anchored.
@@ -208,9 +211,9 @@ fn default_log(store_url: &str) -> Result<PathBuf, Unanchored> {
 }
 
 /// A fresh signing key from the system's randomness (`bridle audit keygen`).
-pub fn generate_key() -> Result<HeadKey, String> {
+pub fn generate_key() -> Result<HeadKey, HeadError> {
     let mut seed = [0_u8; 32];
-    getrandom::fill(&mut seed).map_err(|e| format!("no system randomness: {e}"))?;
+    getrandom::fill(&mut seed).map_err(HeadError::Randomness)?;
     let key = HeadKey::from_seed(&seed);
     seed.fill(0);
     Ok(key)

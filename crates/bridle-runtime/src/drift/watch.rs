@@ -35,10 +35,10 @@ impl DriftHook for Dedup {
         self.hook.name()
     }
 
-    async fn on_drift(&self, alert: &DriftAlert) -> Result<Option<Value>, String> {
+    async fn on_drift(&self, alert: &DriftAlert) -> Result<Option<Value>, crate::hook::HookError> {
         let key =
             (alert.tenant.clone(), alert.series.metric.clone(), alert.series.key.clone(), alert.decision_id.clone());
-        let first = self.seen.lock().map_err(|_| "drift dedup lock poisoned".to_owned())?.insert(key);
+        let first = self.seen.lock().map_err(|_| crate::hook::HookError::Poisoned("drift dedup"))?.insert(key);
         if first { self.hook.on_drift(alert).await } else { Ok(Some(json!({"event": "drift_already_announced"}))) }
     }
 }

@@ -8,7 +8,8 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::notify::webhook::post_once;
+pub use crate::hook::HookError;
+use crate::notify::webhook::{WebhookError, post_once};
 
 /// Feedback was stored.
 pub const OUTCOME_COLLECTED: &str = "outcome_collected";
@@ -32,7 +33,7 @@ pub trait LoopHook: Send + Sync {
     /// Short name for logs and reports.
     fn name(&self) -> &str;
     /// Handles one event.
-    async fn on_event(&self, event: &LoopEvent) -> Result<(), String>;
+    async fn on_event(&self, event: &LoopEvent) -> Result<(), HookError>;
 }
 
 /// What one hook did with one event.
@@ -49,7 +50,7 @@ pub struct HookResult {
 pub async fn fire(hooks: &[Arc<dyn LoopHook>], event: &LoopEvent) -> Vec<HookResult> {
     let mut out = Vec::with_capacity(hooks.len());
     for hook in hooks {
-        let error = hook.on_event(event).await.err();
+        let error = hook.on_event(event).await.err().map(|e| e.to_string());
         if let Some(e) = &error {
             tracing::warn!(hook = hook.name(), event = event.event, error = %e, "feedback-loop hook failed");
         }
@@ -79,12 +80,13 @@ impl LoopHook for WebhookLoopHook {
         "webhook"
     }
 
-    async fn on_event(&self, event: &LoopEvent) -> Result<(), String> {
+    async fn on_event(&self, event: &LoopEvent) -> Result<(), HookError> {
         if event.event != self.event {
             return Ok(());
         }
-        let body = serde_json::to_vec(event).map_err(|e| e.to_string())?;
-        post_once(&self.url, &self.secret, self.timeout, event.event, body).await.map(|_| ())
+        let body = serde_json::to_vec(event)?;
+        post_once(&self.url, &self.secret, self.timeout, event.event, body).await?;
+        Ok(())
     }
 }
 
@@ -93,14 +95,14 @@ impl LoopHook for WebhookLoopHook {
 pub fn from_settings(
     settings: &bridle_core::config::WebhookSettings,
     secret: Option<String>,
-) -> Result<Vec<Arc<dyn LoopHook>>, String> {
+) -> Result<Vec<Arc<dyn LoopHook>>, WebhookError> {
     let mut hooks: Vec<Arc<dyn LoopHook>> = Vec::new();
     for (event, url) in [(OUTCOME_COLLECTED, &settings.outcome_collected), (MODEL_PROMOTED, &settings.model_promoted)] {
         let Some(url) = url else { continue };
         let secret = secret
             .clone()
             .filter(|s| !s.is_empty())
-            .ok_or_else(|| format!("`[webhooks] {event}` needs the secret in `{}`", settings.secret_env))?;
+            .ok_or_else(|| WebhookError::LoopSecret { event, env: settings.secret_env.clone() })?;
         hooks.push(Arc::new(WebhookLoopHook {
             event,
             url: url.clone(),

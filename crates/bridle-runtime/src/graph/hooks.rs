@@ -17,6 +17,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use bridle_core::checkpoint::ThreadStatus;
 
 use super::event::Event;
+pub use crate::hook::HookError;
 
 /// Names of the hook events the runtime itself fires.
 pub mod names {
@@ -41,7 +42,7 @@ pub trait HookHandler: Send + Sync {
     /// Name used in logs and `hook_failed` events.
     fn name(&self) -> &str;
     /// Handles one event; an error is logged and reported, never fatal.
-    fn handle(&self, hook: &str, thread_id: &str, event: &Event) -> Result<(), String>;
+    fn handle(&self, hook: &str, thread_id: &str, event: &Event) -> Result<(), HookError>;
 }
 
 struct Registration {
@@ -108,8 +109,8 @@ impl Hooks {
         let mut failures = Vec::new();
         for r in self.handlers.iter().filter(|r| r.event.as_deref().is_none_or(|e| e == name)) {
             let result = catch_unwind(AssertUnwindSafe(|| r.handler.handle(name, thread_id, event)))
-                .unwrap_or_else(|_| Err("the handler panicked".to_owned()));
-            if let Err(message) = result {
+                .unwrap_or_else(|_| Err(HookError::from("the handler panicked")));
+            if let Err(message) = result.map_err(|e| e.to_string()) {
                 tracing::warn!(hook = name, handler = r.handler.name(), thread_id, %message, "hook handler failed");
                 failures.push(Event::HookFailed {
                     hook: name.to_owned(),

@@ -71,11 +71,11 @@ impl HookHandler for TaskGraph {
         "task_graph"
     }
 
-    fn handle(&self, hook: &str, thread_id: &str, event: &Event) -> Result<(), String> {
+    fn handle(&self, hook: &str, thread_id: &str, event: &Event) -> Result<(), crate::hook::HookError> {
         if hook == names::NODE_BOOTSTRAP {
             return Ok(());
         }
-        let mut threads = self.threads.lock().map_err(|_| "task graph lock poisoned".to_owned())?;
+        let mut threads = self.threads.lock().map_err(|_| crate::hook::HookError::Poisoned("task graph"))?;
         let progress = threads.entry(thread_id.to_owned()).or_default();
         match event {
             Event::NodeEnter { step, task_id, node, triggers } => {

@@ -62,7 +62,24 @@ impl Kind {
 }
 
 /// A custom reducer: folds one written value into the current one.
-pub type ReduceFn = Arc<dyn Fn(&mut Value, Value) -> Result<(), String> + Send + Sync>;
+pub type ReduceFn = Arc<dyn Fn(&mut Value, Value) -> Result<(), ReduceError> + Send + Sync>;
+
+/// A custom reducer's refusal, in its own words (the step fails as `invalid_update`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ReduceError(pub String);
+
+impl From<String> for ReduceError {
+    fn from(message: String) -> Self {
+        Self(message)
+    }
+}
+
+impl From<&str> for ReduceError {
+    fn from(message: &str) -> Self {
+        Self(message.to_owned())
+    }
+}
 
 /// How writes to a field combine.
 #[derive(Clone)]

@@ -188,7 +188,7 @@ impl ScriptedModel {
     /// Reads a script file: JSON when it ends in `.json`, TOML otherwise.
     pub fn from_file(path: &Path) -> Result<Self, ScriptError> {
         let text = crate::bundled::read_text(path)
-            .map_err(|reason| ScriptError::Read { path: path.display().to_string(), reason })?;
+            .map_err(|e| ScriptError::Read { path: path.display().to_string(), reason: e.to_string() })?;
         if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) {
             Self::from_json_str(&text)
         } else {

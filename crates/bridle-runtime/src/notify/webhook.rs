@@ -49,6 +49,28 @@ pub enum WebhookError {
     /// The HTTP client could not be built.
     #[error("cannot build the webhook HTTP client: {0}")]
     Client(String),
+    /// A feedback-loop event has a webhook URL but the secret is unset or empty.
+    #[error("`[webhooks] {event}` needs the secret in `{env}`")]
+    LoopSecret {
+        /// The event (`outcome_collected`, `model_promoted`).
+        event: &'static str,
+        /// The secret's environment variable.
+        env: String,
+    },
+}
+
+/// One delivery of [`post_once`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DeliveryError {
+    /// The HTTP client could not be built.
+    #[error(transparent)]
+    Client(reqwest::Error),
+    /// The request was not answered (its URL, which may carry a token, is left out).
+    #[error(transparent)]
+    Send(reqwest::Error),
+    /// The receiver answered with a status outside 2xx.
+    #[error("status {0}")]
+    Status(u16),
 }
 
 /// POSTs signed `approval_requested` events to one URL.
@@ -176,14 +198,22 @@ fn signed(
 
 /// One signed delivery of `body` as event `event` (the hooks of drift and the feedback loop): a
 /// single attempt within `timeout`; the response status when it is a success, else why not.
-pub async fn post_once(url: &str, secret: &[u8], timeout: Duration, event: &str, body: Vec<u8>) -> Result<u16, String> {
+pub async fn post_once(
+    url: &str,
+    secret: &[u8],
+    timeout: Duration,
+    event: &str,
+    body: Vec<u8>,
+) -> Result<u16, DeliveryError> {
     crate::llm::openai::install_tls_provider();
-    let http = reqwest::Client::builder().timeout(timeout).build().map_err(|e| e.to_string())?;
+    let http = reqwest::Client::builder().timeout(timeout).build().map_err(DeliveryError::Client)?;
     let delivery = uuid::Uuid::now_v7().to_string();
-    let response =
-        signed(&http, url, secret, event, &delivery, body).send().await.map_err(|e| e.without_url().to_string())?;
+    let response = signed(&http, url, secret, event, &delivery, body)
+        .send()
+        .await
+        .map_err(|e| DeliveryError::Send(e.without_url()))?;
     let status = response.status();
-    if status.is_success() { Ok(status.as_u16()) } else { Err(format!("status {}", status.as_u16())) }
+    if status.is_success() { Ok(status.as_u16()) } else { Err(DeliveryError::Status(status.as_u16())) }
 }
 
 impl ApprovalNotifier for WebhookNotifier {

@@ -282,6 +282,6 @@ async fn an_unreadable_state_is_a_reason_not_an_error() {
         expires_at: expires,
     };
     let request = h.gate.request_approval(&me, &run(), &draft).await.unwrap();
-    let reason = h.gate.current_state(&request).await.unwrap_err();
+    let reason = h.gate.current_state(&request).await.unwrap_err().to_string();
     assert!(reason.contains("cannot read the current state"), "{reason}");
 }

@@ -46,7 +46,7 @@ impl DriftHook for Failing {
     fn name(&self) -> &str {
         "failing"
     }
-    async fn on_drift(&self, _: &DriftAlert) -> Result<Option<Value>, String> {
+    async fn on_drift(&self, _: &DriftAlert) -> Result<Option<Value>, bridle_runtime::hook::HookError> {
         Err("receiver down".into())
     }
 }

@@ -77,7 +77,7 @@ impl LoopHook for Recorder {
     fn name(&self) -> &str {
         "recorder"
     }
-    async fn on_event(&self, event: &LoopEvent) -> Result<(), String> {
+    async fn on_event(&self, event: &LoopEvent) -> Result<(), bridle_runtime::hook::HookError> {
         self.0.lock().unwrap().push(event.clone());
         Ok(())
     }

@@ -391,7 +391,7 @@ impl HookHandler for Recorder {
         self.name
     }
 
-    fn handle(&self, hook: &str, _thread: &str, _event: &Event) -> Result<(), String> {
+    fn handle(&self, hook: &str, _thread: &str, _event: &Event) -> Result<(), bridle_runtime::graph::HookError> {
         self.seen.lock().unwrap().push(format!("{}:{hook}", self.name));
         if self.fail {
             if self.name == "panics" {

@@ -93,10 +93,6 @@ pub async fn rate(
     let job = job_id.clone();
     // On its own task: a request timeout never cuts the rating from its audit event.
     let task = tokio::spawn(async move { bridle_runtime::history::rate(&gate, &tenant, &job, &rating).await });
-    let action = task
-        .await
-        .map_err(|e| ApiError::internal(&e))?
-        .map_err(|e| ApiError::internal(&e))?
-        .ok_or_else(|| ApiError::not_found(format!("no executed action with job `{job_id}`")))?;
-    Ok(Json(OutcomeStored { action: serde_json::to_value(action).map_err(|e| ApiError::internal(&e))? }))
+    let action = task.await??.ok_or_else(|| ApiError::not_found(format!("no executed action with job `{job_id}`")))?;
+    Ok(Json(OutcomeStored { action: serde_json::to_value(action)? }))
 }

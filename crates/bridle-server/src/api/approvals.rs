@@ -7,7 +7,6 @@ use axum::Json;
 use axum::extract::{Path, State};
 use bridle_core::approval::{self, ApprovalRequest, SCOPE_GRANT, SCOPE_SIGN_OFF};
 use bridle_core::audit::OperatorAuth;
-use bridle_runtime::approvals::ApprovalError;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;
@@ -48,20 +47,12 @@ async fn load(state: &AppState, caller: &Caller, id: &str) -> Result<ApprovalReq
         .stores()
         .approvals
         .get_request(&caller.0.tenant, id)
-        .await
-        .map_err(|e| ApiError::internal(&e))?
+        .await?
         .ok_or_else(|| ApiError::not_found(format!("no approval `{id}`")))
 }
 
 fn answer(request: &ApprovalRequest) -> Result<Json<Value>, ApiError> {
-    Ok(Json(json!({"approval": serde_json::to_value(request).map_err(|e| ApiError::internal(&e))?})))
-}
-
-fn desk_error(e: ApprovalError) -> ApiError {
-    match e {
-        ApprovalError::Refused(r) => ApiError::refused(&r),
-        ApprovalError::Gate(e) => ApiError::internal(&e),
-    }
+    Ok(Json(json!({"approval": serde_json::to_value(request)?})))
 }
 
 /// Pending approval requests of the caller's tenant.
@@ -76,14 +67,14 @@ fn desk_error(e: ApprovalError) -> ApiError {
 )]
 pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
     require_approver(&caller)?;
-    let pending = state.gate.pending_approvals(&caller.0).await.map_err(desk_error)?;
+    let pending = state.gate.pending_approvals(&caller.0).await?;
     Ok(Json(json!({"approvals": with_risk(&state, &pending)?})))
 }
 
 /// `request` as JSON with its tool's `risk` tier beside it (what the approver weighs; absent when
 /// the tool is no longer registered).
 fn shown(state: &AppState, request: &bridle_core::approval::ApprovalRequest) -> Result<Value, ApiError> {
-    let mut value = serde_json::to_value(request).map_err(|e| ApiError::internal(&e))?;
+    let mut value = serde_json::to_value(request)?;
     let risk = state.gate.config().registry.get(&request.plan.tool).map(|t| t.risk.as_str());
     if let (Some(risk), Some(fields)) = (risk, value.as_object_mut()) {
         fields.insert("risk".to_owned(), Value::String(risk.to_owned()));
@@ -125,7 +116,7 @@ pub async fn show(
             let diff = approval::diff(&request.plan.arguments, &current);
             (current, diff, None)
         }
-        Err(reason) => (Value::Null, Vec::new(), Some(reason)),
+        Err(reason) => (Value::Null, Vec::new(), Some(reason.to_string())),
     };
     let mut body = json!({"approval": approval, "current": current, "diff": diff});
     if let (Some(reason), Some(fields)) = (diff_error, body.as_object_mut()) {
@@ -155,7 +146,7 @@ pub async fn approve(
     require_approver(&caller)?;
     known_id(&id)?;
     // The desk answers an id outside the caller's tenant with `not_found` and audits the attempt.
-    answer(&state.gate.grant_via(&caller.0, &id, OperatorAuth::Token).await.map_err(desk_error)?)
+    answer(&state.gate.grant_via(&caller.0, &id, OperatorAuth::Token).await?)
 }
 
 /// Rejects a pending request with a reason.
@@ -184,7 +175,7 @@ pub async fn reject(
         return Err(ApiError::bad_request("a rejection needs a `reason`"));
     }
     bridle_core::bounds::check_reason("reason", &body.reason).map_err(|e| ApiError::bad_request(e.to_string()))?;
-    answer(&state.gate.reject_via(&caller.0, &id, &body.reason, OperatorAuth::Token).await.map_err(desk_error)?)
+    answer(&state.gate.reject_via(&caller.0, &id, &body.reason, OperatorAuth::Token).await?)
 }
 
 /// How often the events stream looks at the pending list.
@@ -225,7 +216,7 @@ pub async fn events(
     use axum::response::sse::{Event, KeepAlive, Sse};
     require_approver(&caller)?;
     // The first read answers here, so a store failure is an HTTP error rather than a stream.
-    let first = state.gate.pending_approvals(&caller.0).await.map_err(desk_error)?;
+    let first = state.gate.pending_approvals(&caller.0).await?;
     let seed = (state, caller.0, Some(first), String::new(), false);
     let stream = futures_util::stream::unfold(seed, |(state, principal, mut ready, mut last, done)| async move {
         if done {
@@ -244,7 +235,7 @@ pub async fn events(
                     match state.gate.pending_approvals(&principal).await {
                         Ok(p) => p,
                         Err(e) => {
-                            let e = desk_error(e);
+                            let e = ApiError::from(e);
                             let body = json!({"error": {"code": e.code.as_str(), "message": e.message}});
                             let frame = Event::default().event("error").data(body.to_string());
                             return Some((Ok(frame), (state, principal, None, last, true)));

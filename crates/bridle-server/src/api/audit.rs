@@ -59,8 +59,7 @@ pub async fn list(
     if !(1..=MAX_LIMIT).contains(&limit) {
         return Err(ApiError::bad_request(format!("`limit` must be between 1 and {MAX_LIMIT}")));
     }
-    let events =
-        state.gate.stores().audit.events(&caller.0.tenant, after, limit).await.map_err(|e| ApiError::internal(&e))?;
+    let events = state.gate.stores().audit.events(&caller.0.tenant, after, limit).await?;
     let next_after = (events.len() == limit as usize).then(|| events.last().map(|e| e.seq)).flatten();
     Ok(Json(json!({"events": events, "next_after": next_after})))
 }
@@ -172,12 +171,10 @@ pub async fn verify(State(state): State<AppState>, caller: Caller) -> Result<Jso
     let heads = bridle_runtime::audit::heads_status(source.as_ref().map_err(|w| *w), Some(&tenant)).await;
     let (heads, anchors) = match heads {
         Ok((status, anchors)) => (Ok(status), anchors),
-        Err(bridle_runtime::audit::VerifyError::Store(e)) => return Err(ApiError::internal(&e)),
+        Err(e @ bridle_runtime::audit::VerifyError::Store(_)) => return Err(e.into()),
         Err(e) => (Err(e.to_string()), None),
     };
-    let check = bridle_runtime::audit::check_tenant(stores.audit.as_ref(), &tenant, anchors.as_ref())
-        .await
-        .map_err(|e| ApiError::internal(&e))?;
+    let check = bridle_runtime::audit::check_tenant(stores.audit.as_ref(), &tenant, anchors.as_ref()).await?;
     let events = check.tail.as_ref().map_or(check.verified, |t| t.events);
     let tail = match (heads, check.tail) {
         (Err(e), _) => TailStatus::unanchored("unreadable", e, events),

@@ -15,7 +15,7 @@ use utoipa::ToSchema;
 
 use super::Caller;
 use crate::AppState;
-use crate::error::ApiError;
+use crate::error::{ApiError, NoOutcome};
 use crate::limits::JsonBody;
 
 /// A tool call: either `tool` (+ `arguments`) or a raw model `answer`, never both.
@@ -92,11 +92,8 @@ pub async fn call(
     match (body.tool, body.answer) {
         (Some(tool), None) => {
             let request = CallRequest { tool, arguments: Value::Object(body.arguments.unwrap_or_default()), ..base };
-            let outcome = run_gate(&state.gate, caller, run, vec![request])
-                .await?
-                .pop()
-                .ok_or_else(|| ApiError::internal(&"the gate answered no outcome"))?;
-            Ok(Json(serde_json::to_value(outcome).map_err(|e| ApiError::internal(&e))?))
+            let outcome = run_gate(&state.gate, caller, run, vec![request]).await?.pop().ok_or(NoOutcome)?;
+            Ok(Json(serde_json::to_value(outcome)?))
         }
         (None, Some(answer)) => {
             if body.arguments.is_some() {
@@ -174,5 +171,5 @@ async fn run_gate(
         // The gate's `gate_call` span (with its call id) nests in this request's span.
         .in_current_span(),
     );
-    task.await.map_err(|e| ApiError::internal(&e))?.map_err(|e| ApiError::internal(&e))
+    Ok(task.await??)
 }

@@ -52,6 +52,6 @@ pub async fn check(
         let run = RunContext::new(&run_id, WORKBENCH_PRINCIPAL);
         run_check(&gate, &principal, &run, &body.answer, &limits).await
     });
-    let report = task.await.map_err(|e| ApiError::internal(&e))?.map_err(|e| ApiError::internal(&e))?;
-    Ok(Json(serde_json::to_value(report).map_err(|e| ApiError::internal(&e))?))
+    let report = task.await??;
+    Ok(Json(serde_json::to_value(report)?))
 }

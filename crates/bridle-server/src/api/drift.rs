@@ -116,8 +116,7 @@ pub async fn scan(
         query.metric.map(|m| m.as_str().to_owned()),
         &[],
     )
-    .await
-    .map_err(|e| ApiError::internal(&e))?;
+    .await?;
     let series = report
         .series
         .iter()
@@ -128,8 +127,7 @@ pub async fn scan(
             }
             Ok(v)
         })
-        .collect::<Result<Vec<_>, serde_json::Error>>()
-        .map_err(|e| ApiError::internal(&e))?;
+        .collect::<Result<Vec<_>, serde_json::Error>>()?;
     Ok(Json(json!({
         "tenant": report.tenant,
         "records": report.records,

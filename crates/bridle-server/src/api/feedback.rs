@@ -7,7 +7,7 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use bridle_core::feedback::{FeedbackInput, Source};
-use bridle_runtime::feedback::{CollectError, collect};
+use bridle_runtime::feedback::collect;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -129,15 +129,8 @@ pub async fn add(
     let now = time::OffsetDateTime::now_utc();
     let stored =
         collect(state.gate.stores(), &state.loop_hooks, &caller.0.tenant, &id, &caller.0.subject, input, now).await;
-    match stored {
-        Ok((feedback, _)) => {
-            let feedback = serde_json::to_value(&feedback).map_err(|e| ApiError::internal(&e))?;
-            Ok((StatusCode::CREATED, Json(FeedbackStored { feedback })))
-        }
-        Err(CollectError::Invalid(e)) => Err(ApiError::bad_request(e.to_string())),
-        Err(CollectError::UnknownDecision(_)) => Err(ApiError::not_found(format!("no decision `{id}`"))),
-        Err(CollectError::Store(e)) => Err(ApiError::internal(&e)),
-    }
+    let (feedback, _) = stored?;
+    Ok((StatusCode::CREATED, Json(FeedbackStored { feedback: serde_json::to_value(&feedback)? })))
 }
 
 /// The caller's tenant's feedback, newest first.
@@ -162,14 +155,7 @@ pub async fn list(
     if !(1..=MAX_LIMIT).contains(&limit) {
         return Err(ApiError::bad_request(format!("`limit` must be between 1 and {MAX_LIMIT}")));
     }
-    let records = state
-        .gate
-        .stores()
-        .feedback
-        .feedback(&caller.0.tenant, query.decision_id.as_deref(), limit)
-        .await
-        .map_err(|e| ApiError::internal(&e))?;
-    let feedback =
-        records.iter().map(serde_json::to_value).collect::<Result<_, _>>().map_err(|e| ApiError::internal(&e))?;
+    let records = state.gate.stores().feedback.feedback(&caller.0.tenant, query.decision_id.as_deref(), limit).await?;
+    let feedback = records.iter().map(serde_json::to_value).collect::<Result<_, _>>()?;
     Ok(Json(FeedbackList { feedback }))
 }

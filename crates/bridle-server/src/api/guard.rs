@@ -67,8 +67,7 @@ pub async fn scan(
         })));
     }
     let detector = state.detector.clone();
-    let d =
-        tokio::task::spawn_blocking(move || detector.detect(&body.text)).await.map_err(|e| ApiError::internal(&e))?;
+    let d = tokio::task::spawn_blocking(move || detector.detect(&body.text)).await?;
     let code = d.blocked().then_some(Code::InjectionDetected);
     Ok(Json(json!({
         "verdict": d.verdict, "code": code, "score": d.score, "categories": d.categories, "spans": d.spans,

@@ -72,8 +72,7 @@ pub async fn set(
     let report = match &state.runs {
         Some(runs) => runs.runtime().kill(&who, scope, &reason).await,
         None => bridle_runtime::kill::set(&state.gate, None, None, &who, scope, &reason).await,
-    }
-    .map_err(|e| ApiError::internal(&e))?;
+    }?;
     Ok(Json(json!({"kill": report})))
 }
 
@@ -96,9 +95,7 @@ pub async fn lift(
 ) -> Result<Json<Value>, ApiError> {
     caller.require_any(&[SCOPE_KILL_LIFT])?;
     let (scope, reason) = scope(&caller, &body)?;
-    let report = bridle_runtime::kill::lift(&state.gate, &caller.0.subject, scope, &reason)
-        .await
-        .map_err(|e| ApiError::internal(&e))?;
+    let report = bridle_runtime::kill::lift(&state.gate, &caller.0.subject, scope, &reason).await?;
     Ok(Json(json!({"kill": report})))
 }
 
@@ -114,7 +111,7 @@ pub async fn lift(
 )]
 pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
     caller.require_any(&[SCOPE_KILL_SET, SCOPE_KILL_LIFT])?;
-    let all = state.gate.stores().kills.active_kills().await.map_err(|e| ApiError::internal(&e))?;
+    let all = state.gate.stores().kills.active_kills().await?;
     let tenant = caller.0.tenant.as_str();
     let mine: Vec<_> = all.into_iter().filter(|s| s.scope.tenant.as_deref().is_none_or(|t| t == tenant)).collect();
     Ok(Json(json!({"switches": mine})))

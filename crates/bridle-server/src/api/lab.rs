@@ -6,11 +6,9 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
 use bridle_apps::lab::loop_lab::{Goal, LoopInput};
-use bridle_apps::lab::{LabError, check_plan, judge, replay_loop};
-use bridle_apps::lab::{Lang, STEP_COUNTS, check_max_rounds, check_seed, check_steps, prompt};
-use bridle_core::{Rejection, RunContext};
+use bridle_apps::lab::{Lang, STEP_COUNTS, check_max_rounds, check_plan, check_seed, check_steps, judge, prompt, replay_loop};
+use bridle_core::RunContext;
 use bridle_runtime::check::{WORKBENCH_PRINCIPAL, workbench_principal};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -263,13 +261,8 @@ pub struct PromptBody {
     pub document: Option<String>,
 }
 
-/// A lab's limit passed: 422 with its code.
-fn refused(r: Rejection) -> ApiError {
-    ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, r.code, r.message)
-}
-
 fn to_json<T: serde::Serialize>(report: &T) -> Result<Json<Value>, ApiError> {
-    serde_json::to_value(report).map(Json).map_err(|e| ApiError::internal(&e))
+    Ok(Json(serde_json::to_value(report)?))
 }
 
 /// Replays a pasted agent loop through the gate and checks the final answer.
@@ -301,11 +294,7 @@ pub async fn run_loop(
         let run = RunContext::new(&run_id, WORKBENCH_PRINCIPAL);
         replay_loop(&gate, &principal, &run, input, &limits).await
     });
-    match task.await.map_err(|e| ApiError::internal(&e))? {
-        Ok(report) => to_json(&report),
-        Err(LabError::Invalid(r)) => Err(refused(r)),
-        Err(LabError::Gate(e)) => Err(ApiError::internal(&e)),
-    }
+    to_json(&task.await??)
 }
 
 /// Reads a pasted plan and checks it against the step count asked for.
@@ -321,7 +310,7 @@ pub async fn run_loop(
     )
 )]
 pub async fn plan(_caller: Caller, JsonBody(body): JsonBody<PlanBody>) -> Result<Json<Value>, ApiError> {
-    let report = check_plan(&body.answer, body.steps.0).map_err(refused)?;
+    let report = check_plan(&body.answer, body.steps.0).map_err(ApiError::unprocessable)?;
     to_json(&report)
 }
 
@@ -338,7 +327,7 @@ pub async fn plan(_caller: Caller, JsonBody(body): JsonBody<PlanBody>) -> Result
     )
 )]
 pub async fn run_judge(_caller: Caller, JsonBody(body): JsonBody<JudgeBody>) -> Result<Json<Value>, ApiError> {
-    let report = judge(&body.answer, body.marker.as_deref()).map_err(refused)?;
+    let report = judge(&body.answer, body.marker.as_deref()).map_err(ApiError::unprocessable)?;
     to_json(&report)
 }
 
@@ -357,11 +346,11 @@ pub async fn run_judge(_caller: Caller, JsonBody(body): JsonBody<JudgeBody>) -> 
 pub async fn build_prompt(_caller: Caller, JsonBody(body): JsonBody<PromptBody>) -> Result<Json<Value>, ApiError> {
     let lang = Lang::from(body.lang);
     // Every limit given is checked, whichever lab reads it.
-    let rounds =
-        check_max_rounds(body.max_rounds.map_or(10, |n| usize::try_from(n).unwrap_or(usize::MAX))).map_err(refused)?;
-    let steps = check_steps(body.steps.map_or(5, |n| n.0)).map_err(refused)?;
+    let rounds = check_max_rounds(body.max_rounds.map_or(10, |n| usize::try_from(n).unwrap_or(usize::MAX)))
+        .map_err(ApiError::unprocessable)?;
+    let steps = check_steps(body.steps.map_or(5, |n| n.0)).map_err(ApiError::unprocessable)?;
     let seed = body.seed.unwrap_or(1);
-    check_seed(seed).map_err(refused)?;
+    check_seed(seed).map_err(ApiError::unprocessable)?;
     let document = body.document.as_deref().map(str::trim).filter(|d| !d.is_empty());
     let built = match body.lab {
         PromptLab::Loop => {
@@ -377,5 +366,5 @@ pub async fn build_prompt(_caller: Caller, JsonBody(body): JsonBody<PromptBody>)
             })
         }),
     };
-    built.map(Json).map_err(refused)
+    built.map(Json).map_err(ApiError::unprocessable)
 }

@@ -11,7 +11,6 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
-use bridle_core::Code;
 use bridle_core::checkpoint::ThreadStatus;
 use bridle_runtime::runs::{RunError, Runs};
 use futures_util::Stream;
@@ -242,15 +241,6 @@ fn runs(state: &AppState) -> Result<&Arc<Runs>, ApiError> {
     state.runs.as_ref().ok_or_else(|| ApiError::not_found("runs are not enabled on this server"))
 }
 
-fn run_error(e: RunError) -> ApiError {
-    match e {
-        RunError::NotFound(message) => ApiError::not_found(message),
-        RunError::Refused(r) if r.code == Code::BadRequest => ApiError::bad_request(r.message),
-        RunError::Refused(r) => ApiError::new(StatusCode::CONFLICT, r.code, r.message),
-        RunError::Internal(cause) => ApiError::internal(&cause),
-    }
-}
-
 /// A run id is a UUID; anything else is unknown.
 fn run_id(id: &str) -> Result<&str, ApiError> {
     uuid::Uuid::parse_str(id).map(|_| id).map_err(|_| ApiError::not_found(format!("no run `{id}`")))
@@ -319,8 +309,7 @@ pub async fn start(
             runs.start_workflow(&caller.0, name, input.get("input").cloned().unwrap_or_default())
         }
         _ => runs.start(&caller.0, pipeline, input),
-    }
-    .map_err(run_error)?;
+    }?;
     Ok((StatusCode::ACCEPTED, Json(RunAccepted { run_id, status: "running".into() })))
 }
 
@@ -353,10 +342,7 @@ pub async fn list(
     {
         return Err(ApiError::bad_request("`after` must be a run id"));
     }
-    let page = runs
-        .list(&caller.0.tenant, query.after.as_deref(), query.status.map(ThreadStatus::from), limit)
-        .await
-        .map_err(run_error)?;
+    let page = runs.list(&caller.0.tenant, query.after.as_deref(), query.status.map(ThreadStatus::from), limit).await?;
     let items = page
         .runs
         .into_iter()
@@ -387,7 +373,7 @@ pub async fn show(
     Path(id): Path<String>,
 ) -> Result<Json<RunStatus>, ApiError> {
     caller.require_any(&[SCOPE_RUNS_READ, SCOPE_RUNS_START])?;
-    let view = runs(&state)?.view(&caller.0.tenant, run_id(&id)?).await.map_err(run_error)?;
+    let view = runs(&state)?.view(&caller.0.tenant, run_id(&id)?).await?;
     Ok(Json(RunStatus {
         run_id: view.run_id,
         pipeline: view.pipeline,
@@ -417,7 +403,7 @@ pub async fn events(
     Path(id): Path<String>,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
     caller.require_any(&[SCOPE_RUNS_READ, SCOPE_RUNS_START])?;
-    let rx = runs(&state)?.subscribe(&caller.0.tenant, run_id(&id)?).await.map_err(run_error)?;
+    let rx = runs(&state)?.subscribe(&caller.0.tenant, run_id(&id)?).await?;
     // Shutdown ends the stream, so a watched run never holds `bridle serve` up.
     let stop = state.mcp.cancel.clone();
     let stream = futures_util::stream::unfold((rx, stop), |(mut rx, stop)| async move {
@@ -457,7 +443,7 @@ pub async fn resume(
     // Interrupt ids are derived (`{thread}/{task}/{n}`): the key bound.
     bridle_core::bounds::check_key("interrupt_id", &body.interrupt_id).map_err(bad)?;
     bridle_core::bounds::check_json("value", &body.value).map_err(bad)?;
-    runs.resume(&caller.0.tenant, id, &body.interrupt_id, body.value).await.map_err(run_error)?;
+    runs.resume(&caller.0.tenant, id, &body.interrupt_id, body.value).await?;
     Ok((StatusCode::ACCEPTED, Json(RunAccepted { run_id: id.to_owned(), status: "running".into() })))
 }
 
@@ -483,9 +469,7 @@ pub async fn decisions(
     if !(1..=MAX_LIMIT).contains(&limit) {
         return Err(ApiError::bad_request(format!("`limit` must be between 1 and {MAX_LIMIT}")));
     }
-    let records =
-        state.gate.stores().decisions.recent(&caller.0.tenant, limit).await.map_err(|e| ApiError::internal(&e))?;
-    let decisions =
-        records.iter().map(serde_json::to_value).collect::<Result<_, _>>().map_err(|e| ApiError::internal(&e))?;
+    let records = state.gate.stores().decisions.recent(&caller.0.tenant, limit).await?;
+    let decisions = records.iter().map(serde_json::to_value).collect::<Result<_, _>>()?;
     Ok(Json(DecisionList { decisions }))
 }

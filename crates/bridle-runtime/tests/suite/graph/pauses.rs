@@ -293,7 +293,7 @@ impl bridle_runtime::graph::HookHandler for Seen {
         "seen"
     }
 
-    fn handle(&self, hook: &str, _thread: &str, _event: &Event) -> Result<(), String> {
+    fn handle(&self, hook: &str, _thread: &str, _event: &Event) -> Result<(), bridle_runtime::graph::HookError> {
         self.0.lock().unwrap().push(hook.to_owned());
         Ok(())
     }
