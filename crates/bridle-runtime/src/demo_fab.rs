@@ -16,8 +16,7 @@ use bridle_core::audit::AuditEvent;
 use bridle_core::checkpoint::Strictness;
 use bridle_core::config::Config;
 use bridle_core::decision::DecisionRecord;
-use bridle_core::guard::scanner::GuardScanner;
-use bridle_core::ports::{Checkpointer, SystemClock};
+use bridle_core::ports::Checkpointer;
 use bridle_core::{Principal, Rejection};
 use serde_json::Value;
 
@@ -52,7 +51,6 @@ pub(crate) struct Fixture {
     pub config: Arc<Config>,
     pub stores: Stores,
     pub checkpointer: Arc<dyn Checkpointer>,
-    pub scanner: Arc<GuardScanner>,
     pub requester: Principal,
     pub approver: Principal,
     pub chat_operator: Principal,
@@ -63,6 +61,7 @@ pub(crate) struct Fixture {
 /// One pipeline run's parts.
 pub(crate) struct Rig {
     pub gate: Gate,
+    pub desk: crate::approvals::ApprovalDesk,
     pub fab: Arc<FabAdapter>,
     pub model: Arc<ScriptedModel>,
     pub graph: Graph,
@@ -78,20 +77,19 @@ pub(crate) fn ensure(ok: bool, why: impl FnOnce() -> String) -> Check {
 }
 
 impl Fixture {
-    pub fn gate(&self, fab: Arc<FabAdapter>) -> Gate {
-        Gate::new(self.config.clone(), self.stores.clone(), fab, Arc::new(SystemClock))
-            .with_scanner(self.scanner.clone())
+    pub fn engine(&self, fab: Arc<FabAdapter>) -> Result<crate::engine::Engine, String> {
+        crate::engine::Engine::builder(self.config.clone(), self.stores.clone(), fab).build().map_err(|e| e.to_string())
     }
 
     /// The pipeline over a fresh simulator and the named script.
     pub fn rig(&self, scenario: &str, script: &str) -> Result<Rig, String> {
         let fab = Arc::new(FabAdapter::from_config(&self.config));
-        let gate = self.gate(fab.clone());
+        let crate::engine::Engine { gate, desk, .. } = self.engine(fab.clone())?;
         let model = Arc::new(ScriptedModel::from_toml_str(script).map_err(|e| format!("script: {e}"))?);
         let mut options = FabOptions::from_config(&self.config);
         options.llm_timeout = DEMO_LLM_TIMEOUT;
         let graph = fab_graph(gate.clone(), model.clone(), self.requester.clone(), options)?;
-        Ok(Rig { gate, fab, model, graph, thread: format!("fab-demo/{}/{scenario}", self.tag) })
+        Ok(Rig { gate, desk, fab, model, graph, thread: format!("fab-demo/{}/{scenario}", self.tag) })
     }
 
     /// A run on the store's checkpointer within the pipeline deadline (`[runtime.deadlines]
@@ -153,13 +151,11 @@ pub async fn run(config: Arc<Config>, stores: Stores) -> Result<DemoReport, Demo
     let checkpointer = crate::checkpoint::open_checkpointer(&stores.url, Strictness::default())
         .await
         .map_err(|e| DemoError::Gate(GateError::Store(e)))?;
-    let scanner = Arc::new(GuardScanner::from_settings(&config.guard)?);
     let tag = uuid::Uuid::now_v7().simple().to_string();
     let fx = Fixture {
         config,
         stores,
         checkpointer,
-        scanner,
         requester,
         approver,
         chat_operator,

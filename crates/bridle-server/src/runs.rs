@@ -134,7 +134,7 @@ impl Runs {
                     .map_err(|e| RunError::Internal(e.clone()))
             }
             "fab" => fab_graph(
-                self.runtime.gate.clone(),
+                self.runtime.engine.gate.clone(),
                 llm,
                 starter.clone(),
                 FabOptions::from_config(&self.runtime.config),

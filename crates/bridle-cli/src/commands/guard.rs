@@ -107,8 +107,9 @@ fn exit(command: &str, refused: bool) -> ExitCode {
     }
 }
 
-fn detector() -> anyhow::Result<Detector> {
-    Detector::new().map_err(|e| anyhow::anyhow!("{e}"))
+/// The process's one compiled detector (the guard facade's).
+fn detector() -> anyhow::Result<&'static Detector> {
+    bridle_runtime::guard::detector().map_err(|e| anyhow::anyhow!("{e}"))
 }
 
 /// `bridle guard scan`: one JSON line per input, in order. A refused line is blocked whole

@@ -194,7 +194,7 @@ async fn a_bounded_kill_cache_is_refreshed_by_this_process_at_once() {
     let h = H::new(config, bridle_runtime::store::Stores::memory());
     let requester = h.who("requester-1");
     assert!(h.gate.call(&requester, &run(), &snapshot()).await.unwrap().code().is_none());
-    bridle_runtime::kill::set(&h.gate, None, None, "ops", KillScope::all(), "drill").await.unwrap();
+    h.kills.set(None, None, "ops", KillScope::all(), "drill").await.unwrap();
     assert_eq!(h.gate.call(&requester, &run(), &snapshot()).await.unwrap().code(), Some(Code::Killed));
     let bad = bridle_runtime::bundled::CHECKOUT_TOML.to_owned() + "\n[kill_switch]\ncache_ms = 1001\n";
     let err = bridle_core::config::load(&bad, &|p: &str| {

@@ -313,7 +313,7 @@ async fn observe(
         source: bridle_core::history::OutcomeSource::Observation,
         rated_by: format!("observation:{}", rule.read),
         note: Some(format!("{} = {shown} (expected {expected})", rule.field)),
-        rated_at: fab.gate.clock.now(),
+        rated_at: fab.gate.now(),
     };
     crate::history::rate(&fab.gate, &fab.principal.tenant, job_id, &rating)
         .await
@@ -430,7 +430,7 @@ pub(super) async fn await_approval(fab: Arc<Fab>, s: State, ctx: NodeContext) ->
             );
         };
         match request.status {
-            ApprovalStatus::Pending if request.expires_at <= fab.gate.clock.now() => {
+            ApprovalStatus::Pending if request.expires_at <= fab.gate.now() => {
                 return Ok(Update::new().set("outcome", json!({"status": "expired", "approval_id": id})));
             }
             ApprovalStatus::Pending => {}
