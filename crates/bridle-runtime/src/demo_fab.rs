@@ -22,7 +22,7 @@ use serde_json::Value;
 
 use crate::adapter::FabAdapter;
 use crate::demo::{DemoError, DemoReport};
-use crate::gate::{Gate, GateError};
+use crate::gate::GateError;
 use crate::graph::{Graph, RunConfig, RunOutcome};
 use crate::llm::scripted::ScriptedModel;
 use crate::pipelines::fab::{FabOptions, fab_graph};
@@ -60,7 +60,6 @@ pub(crate) struct Fixture {
 
 /// One pipeline run's parts.
 pub(crate) struct Rig {
-    pub gate: Gate,
     pub desk: crate::approvals::ApprovalDesk,
     pub fab: Arc<FabAdapter>,
     pub model: Arc<ScriptedModel>,
@@ -88,8 +87,8 @@ impl Fixture {
         let model = Arc::new(ScriptedModel::from_toml_str(script).map_err(|e| format!("script: {e}"))?);
         let mut options = FabOptions::from_config(&self.config);
         options.llm_timeout = DEMO_LLM_TIMEOUT;
-        let graph = fab_graph(gate.clone(), model.clone(), self.requester.clone(), options)?;
-        Ok(Rig { gate, desk, fab, model, graph, thread: format!("fab-demo/{}/{scenario}", self.tag) })
+        let graph = fab_graph(gate, model.clone(), self.requester.clone(), options)?;
+        Ok(Rig { desk, fab, model, graph, thread: format!("fab-demo/{}/{scenario}", self.tag) })
     }
 
     /// A run on the store's checkpointer within the pipeline deadline (`[runtime.deadlines]

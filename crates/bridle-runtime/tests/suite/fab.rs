@@ -14,7 +14,7 @@ use bridle_runtime::adapter::FabAdapter;
 use bridle_runtime::approvals::ApprovalDesk;
 use bridle_runtime::checkpoint::MemoryCheckpointer;
 use bridle_runtime::engine::Engine;
-use bridle_runtime::gate::{CallRequest, Gate};
+use bridle_runtime::gate::CallRequest;
 use bridle_runtime::graph::{Graph, RunConfig, RunOutcome};
 use bridle_runtime::llm::ScriptedModel;
 use bridle_runtime::llm::scripted::{ScriptedError, ScriptedReply};
@@ -156,7 +156,6 @@ async fn every_demo_scenario_leaves_its_evidence_in_the_store() {
 
 struct P {
     graph: Graph,
-    gate: Gate,
     desk: ApprovalDesk,
     fab: Arc<FabAdapter>,
     model: Arc<ScriptedModel>,
@@ -185,9 +184,9 @@ fn pipeline(replies: Vec<ScriptedReply>) -> P {
     let mut options = FabOptions::from_config(&config);
     options.llm_timeout = std::time::Duration::from_millis(500);
     let requester = config.principals["advisor-agent"].clone();
-    let graph = fab_graph(gate.clone(), model.clone(), requester.clone(), options).unwrap();
+    let graph = fab_graph(gate, model.clone(), requester.clone(), options).unwrap();
     let approver = config.principals["operator-kim"].clone();
-    P { graph, gate, desk, fab, model, cp: Arc::new(MemoryCheckpointer::new()), approver }
+    P { graph, desk, fab, model, cp: Arc::new(MemoryCheckpointer::new()), approver }
 }
 
 impl P {

@@ -13,7 +13,7 @@ use bridle_core::config::{Config, ToolRoute, load};
 use bridle_runtime::Verdict;
 use bridle_runtime::clock::ManualClock;
 use bridle_runtime::engine::Engine;
-use bridle_runtime::gate::{CallRequest, Gate};
+use bridle_runtime::gate::CallRequest;
 use bridle_runtime::store::Stores;
 use serde_json::{Value, json};
 use time::Duration as TimeDuration;

@@ -11,7 +11,6 @@ use bridle_core::history::{Outcome, OutcomeSource};
 use bridle_core::ports::SystemClock;
 use bridle_runtime::adapter::FabAdapter;
 use bridle_runtime::engine::Engine;
-use bridle_runtime::gate::Gate;
 use bridle_runtime::graph::{Graph, RunConfig, RunOutcome};
 use bridle_runtime::llm::ScriptedModel;
 use bridle_runtime::llm::scripted::ScriptedReply;
