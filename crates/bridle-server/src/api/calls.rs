@@ -103,10 +103,10 @@ pub async fn call(
         _ => return Err(ApiError::bad_request("give exactly one of `tool` and `answer`")),
     };
     let intook = intake(&state.gate, &caller, &run, input, &base).await.map_err(|e| ApiError::internal(&e))?;
-    let outcomes = intook.calls.into_iter().map(|c| c.outcome);
+    let mut outcomes = intook.calls.into_iter().map(|c| c.outcome);
     let answer = match intook.parse {
         Parse::Structured => {
-            let outcome = outcomes.last().ok_or_else(|| ApiError::internal(&"the gate answered no outcome"))?;
+            let outcome = outcomes.next_back().ok_or_else(|| ApiError::internal(&"the gate answered no outcome"))?;
             serde_json::to_value(outcome).map_err(|e| ApiError::internal(&e))?
         }
         Parse::Read(format) => {
