@@ -9,12 +9,12 @@ use bridle_core::audit::{Decision, EventKind};
 use bridle_core::config::Config;
 use bridle_core::contract::ApprovalLevel;
 use bridle_core::guard::GuardError;
-use bridle_core::guard::scanner::GuardScanner;
 use bridle_core::runs::RunLimits;
 use bridle_core::{Code, Principal, RunContext};
 use bridle_runtime::adapter::MemoryAdapter;
-use bridle_runtime::approvals::{ApprovalDraft, ApprovalError};
+use bridle_runtime::approvals::{ApprovalDesk, ApprovalDraft, ApprovalError};
 use bridle_runtime::clock::ManualClock;
+use bridle_runtime::engine::Engine;
 use bridle_runtime::gate::{CallOutcome, CallRequest, Gate, GateError};
 use bridle_runtime::store::Stores;
 use serde_json::{Value, json};
@@ -54,6 +54,7 @@ pub enum DemoError {
 
 struct Demo {
     gate: Gate,
+    desk: ApprovalDesk,
     clock: Arc<ManualClock>,
     adapter: Arc<MemoryAdapter>,
     requester: Principal,
@@ -75,16 +76,16 @@ pub async fn run(config: Arc<Config>, stores: Stores) -> Result<DemoReport, Demo
     }
     let clock = Arc::new(ManualClock::new(T0 + Duration::seconds(10)));
     let adapter = Arc::new(MemoryAdapter::from_config(&config));
-    let scanner = Arc::new(GuardScanner::from_settings(&config.guard)?);
     // The run's limits, as `[limits]` sets them for every entry point: 110 s from its first call
     // (at T0+10 s, so until T0+120 s) and nine calls, which the cases before `budget` use up (a
     // cancelled call or one past the deadline is refused before it is counted).
     let mut config = Config::clone(&config);
     config.limits.defaults =
         RunLimits { calls: Some(9), deadline: Some(std::time::Duration::from_secs(110)), concurrency: None };
-    let gate = Gate::new(Arc::new(config), stores, adapter.clone(), clock.clone()).with_scanner(scanner);
+    let Engine { gate, desk, .. } =
+        Engine::builder(Arc::new(config), stores, adapter.clone()).clock(clock.clone()).build()?;
     let run = RunContext::new("run-101", "inc-42");
-    let mut demo = Demo { gate, clock, adapter, requester, approver, run, lines: Vec::new(), diverged: None };
+    let mut demo = Demo { gate, desk, clock, adapter, requester, approver, run, lines: Vec::new(), diverged: None };
     demo.cases().await?;
     demo.final_checks().await?;
     Ok(DemoReport { lines: demo.lines, diverged: demo.diverged })
@@ -155,11 +156,11 @@ impl Demo {
     async fn approve(&mut self, id: &str, args: &Value, expires_at: OffsetDateTime) -> Result<(), DemoError> {
         // Fixtures are prepared at T0+5 s, before any of them expires.
         self.clock.set(T0 + Duration::seconds(5));
-        let (gate, requester, run) = (&self.gate, &self.requester, &self.run);
+        let (desk, requester, run) = (&self.desk, &self.requester, &self.run);
         let draft =
             ApprovalDraft { id, tool: "scale_replicas", arguments: args, level: ApprovalLevel::Approval, expires_at };
-        gate.request_approval(requester, run, &draft).await?;
-        gate.grant(&self.approver, id).await?;
+        desk.request_approval(requester, run, &draft).await?;
+        desk.grant(&self.approver, id).await?;
         self.clock.set(T0 + Duration::seconds(10));
         Ok(())
     }

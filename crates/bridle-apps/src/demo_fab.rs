@@ -16,11 +16,10 @@ use bridle_core::audit::AuditEvent;
 use bridle_core::checkpoint::Strictness;
 use bridle_core::config::Config;
 use bridle_core::decision::DecisionRecord;
-use bridle_core::guard::scanner::GuardScanner;
-use bridle_core::ports::{Checkpointer, SystemClock};
+use bridle_core::ports::Checkpointer;
 use bridle_core::{Principal, Rejection};
 use bridle_runtime::adapter::FabAdapter;
-use bridle_runtime::gate::{Gate, GateError};
+use bridle_runtime::gate::GateError;
 use bridle_runtime::graph::{Graph, RunConfig, RunOutcome};
 use bridle_runtime::llm::scripted::ScriptedModel;
 use bridle_runtime::store::Stores;
@@ -52,7 +51,6 @@ pub(crate) struct Fixture {
     pub config: Arc<Config>,
     pub stores: Stores,
     pub checkpointer: Arc<dyn Checkpointer>,
-    pub scanner: Arc<GuardScanner>,
     pub requester: Principal,
     pub approver: Principal,
     pub chat_operator: Principal,
@@ -62,7 +60,7 @@ pub(crate) struct Fixture {
 
 /// One pipeline run's parts.
 pub(crate) struct Rig {
-    pub gate: Gate,
+    pub desk: bridle_runtime::approvals::ApprovalDesk,
     pub fab: Arc<FabAdapter>,
     pub model: Arc<ScriptedModel>,
     pub graph: Graph,
@@ -78,21 +76,22 @@ pub(crate) fn ensure(ok: bool, why: impl FnOnce() -> String) -> Check {
 }
 
 impl Fixture {
-    pub fn gate(&self, fab: Arc<FabAdapter>) -> Gate {
-        Gate::new(self.config.clone(), self.stores.clone(), fab, Arc::new(SystemClock))
-            .with_scanner(self.scanner.clone())
+    /// The engine over this fixture's stores and the given simulator.
+    pub(crate) fn engine(&self, fab: Arc<FabAdapter>) -> Result<bridle_runtime::engine::Engine, String> {
+        bridle_runtime::engine::Engine::builder(self.config.clone(), self.stores.clone(), fab)
+            .build()
+            .map_err(|e| e.to_string())
     }
 
     /// The pipeline over a fresh simulator and the named script.
     pub(crate) fn rig(&self, scenario: &str, script: &str) -> Result<Rig, String> {
         let fab = Arc::new(FabAdapter::from_config(&self.config));
-        let gate = self.gate(fab.clone());
+        let bridle_runtime::engine::Engine { gate, desk, .. } = self.engine(fab.clone())?;
         let model = Arc::new(ScriptedModel::from_toml_str(script).map_err(|e| format!("script: {e}"))?);
         let mut options = FabOptions::from_config(&self.config);
         options.llm_timeout = DEMO_LLM_TIMEOUT;
-        let graph =
-            fab_graph(gate.clone(), model.clone(), self.requester.clone(), options).map_err(|e| e.to_string())?;
-        Ok(Rig { gate, fab, model, graph, thread: format!("fab-demo/{}/{scenario}", self.tag) })
+        let graph = fab_graph(gate, model.clone(), self.requester.clone(), options).map_err(|e| e.to_string())?;
+        Ok(Rig { desk, fab, model, graph, thread: format!("fab-demo/{}/{scenario}", self.tag) })
     }
 
     /// A run on the store's checkpointer within the pipeline deadline (`[runtime.deadlines]
@@ -154,13 +153,11 @@ pub async fn run(config: Arc<Config>, stores: Stores) -> Result<DemoReport, Demo
     let checkpointer = bridle_runtime::checkpoint::open_checkpointer(&stores.url, Strictness::default())
         .await
         .map_err(|e| DemoError::Gate(GateError::Store(e)))?;
-    let scanner = Arc::new(GuardScanner::from_settings(&config.guard)?);
     let tag = uuid::Uuid::now_v7().simple().to_string();
     let fx = Fixture {
         config,
         stores,
         checkpointer,
-        scanner,
         requester,
         approver,
         chat_operator,

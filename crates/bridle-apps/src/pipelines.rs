@@ -52,5 +52,5 @@ fn analysis_run(runtime: &Runtime, starter: &Principal, llm: Arc<dyn LlmClient>)
 /// authorizes every tool call for them).
 fn fab_run(runtime: &Runtime, starter: &Principal, llm: Arc<dyn LlmClient>) -> Result<Graph, BuildError> {
     let options = fab::FabOptions::from_config(&runtime.config);
-    Ok(fab::fab_graph(runtime.gate.clone(), llm, starter.clone(), options)?)
+    Ok(fab::fab_graph(runtime.engine.gate.clone(), llm, starter.clone(), options)?)
 }

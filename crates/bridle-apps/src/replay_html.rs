@@ -43,7 +43,8 @@ fn chart(series: &[(&str, &ReplayReport)]) -> String {
         let y0 = 20 + i * group;
         let _ = write!(svg, "<text x=\"0\" y=\"{}\" font-size=\"13\">{}</text>", y0 + bar - 6, esc(agent));
         for (j, (label, report)) in series.iter().enumerate() {
-            let rate = report.agents.iter().find(|a| a.agent == *agent).map_or(0.0, bridle_core::replay::AgentAgreement::rate);
+            let rate =
+                report.agents.iter().find(|a| a.agent == *agent).map_or(0.0, bridle_core::replay::AgentAgreement::rate);
             #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
             let width = (rate * 400.0).round() as usize;
             let y = y0 + j * bar;

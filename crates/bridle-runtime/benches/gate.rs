@@ -19,10 +19,11 @@ use bridle_core::audit::{AuditEvent, AuditRecord, Decision, EventKind, Timings};
 use bridle_core::config::Config;
 use bridle_core::contract::ApprovalLevel;
 use bridle_core::plan::Plan;
-use bridle_core::ports::SystemClock;
 use bridle_core::{Code, Principal, RunContext};
 use bridle_runtime::adapter::MemoryAdapter;
+use bridle_runtime::approvals::ApprovalDesk;
 use bridle_runtime::approvals::ApprovalDraft;
+use bridle_runtime::engine::Engine;
 use bridle_runtime::gate::{CallRequest, Gate, Verdict};
 use bridle_runtime::store::Stores;
 use criterion::{BenchmarkGroup, Criterion, Throughput, measurement::WallTime};
@@ -39,6 +40,7 @@ const DENY_EVERY: u64 = 8;
 /// A gate over the bundled checkout configuration, the memory adapter and the system clock.
 struct Fixture {
     gate: Gate,
+    desk: ApprovalDesk,
     adapter: Arc<MemoryAdapter>,
     config: Arc<Config>,
     requester: Principal,
@@ -51,12 +53,13 @@ impl Fixture {
         static CONFIG: OnceLock<Arc<Config>> = OnceLock::new();
         let config = CONFIG.get_or_init(|| Arc::new(bridle_runtime::bundled::checkout().unwrap())).clone();
         let adapter = Arc::new(MemoryAdapter::from_config(&config));
-        let gate = Gate::new(config.clone(), stores, adapter.clone(), Arc::new(SystemClock));
+        let Engine { gate, desk, .. } = Engine::builder(config.clone(), stores, adapter.clone()).build().unwrap();
         Self {
             requester: config.principals["requester-1"].clone(),
             operator: config.principals["operator-2"].clone(),
             run: RunContext::new("run-101", "inc-42"),
             gate,
+            desk,
             adapter,
             config,
         }
@@ -85,8 +88,8 @@ impl Fixture {
                 level: ApprovalLevel::Approval,
                 expires_at,
             };
-            self.gate.request_approval(&self.requester, &self.run, &draft).await.unwrap();
-            self.gate.grant(&self.operator, &id).await.unwrap();
+            self.desk.request_approval(&self.requester, &self.run, &draft).await.unwrap();
+            self.desk.grant(&self.operator, &id).await.unwrap();
             calls.push(CallRequest::new("scale_replicas", args).with_approval(&id));
         }
         calls

@@ -23,9 +23,9 @@ use std::time::{Duration, Instant};
 
 use bridle_core::RunContext;
 use bridle_core::config::load;
-use bridle_core::ports::SystemClock;
 use bridle_runtime::Verdict;
-use bridle_runtime::gate::{CallRequest, Gate};
+use bridle_runtime::engine::Engine;
+use bridle_runtime::gate::CallRequest;
 use bridle_runtime::store::Stores;
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
@@ -153,7 +153,7 @@ async fn run(samples: usize, as_json: bool) {
     };
     let config = Arc::new(load(&config_toml(&upstream.url, &secret.display().to_string()), &files).unwrap());
     let adapter = bridle_runtime::adapter::from_config(&config).unwrap();
-    let gate = Gate::new(config.clone(), Stores::memory(), adapter, Arc::new(SystemClock));
+    let gate = Engine::builder(config.clone(), Stores::memory(), adapter).gate().unwrap();
     let clerk = config.principals["clerk"].clone();
     let run = RunContext::new("bench-run", "");
     let request = CallRequest::new("lookup", json!({"item": "widget"}));

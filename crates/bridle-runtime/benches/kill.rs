@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use bridle_core::RunContext;
 use bridle_core::kill::{KillScope, KillSwitch};
-use bridle_core::ports::SystemClock;
 use bridle_runtime::adapter::MemoryAdapter;
-use bridle_runtime::gate::{CallRequest, Gate};
+use bridle_runtime::engine::Engine;
+use bridle_runtime::gate::CallRequest;
 use bridle_runtime::store::Stores;
 use criterion::Criterion;
 use serde_json::json;
@@ -75,7 +75,7 @@ fn gate_calls(c: &mut Criterion, rt: &Runtime, dir: &tempfile::TempDir) {
         let stores = rt.block_on(Stores::open(&url)).unwrap();
         rt.block_on(with_switches(&stores));
         let adapter = Arc::new(MemoryAdapter::from_config(&config));
-        let gate = Gate::new(config.clone(), stores, adapter, Arc::new(SystemClock));
+        let gate = Engine::builder(config.clone(), stores, adapter).gate().unwrap();
         let requester = config.principals["requester-1"].clone();
         let run = RunContext::new("run-101", "inc-42");
         let call = CallRequest::new("get_service_snapshot", json!({"service": "checkout"}));

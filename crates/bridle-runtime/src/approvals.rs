@@ -11,11 +11,17 @@ use bridle_core::contract::{ApprovalLevel, Mode};
 use bridle_core::plan::Plan;
 use bridle_core::ports::StoreError;
 use bridle_core::{Code, Principal, Rejection, RunContext};
+use std::sync::Arc;
+
+use bridle_core::config::Config;
+use bridle_core::ports::{Adapter, Clock};
 use serde_json::Value;
 use time::OffsetDateTime;
 
+use crate::gate::GateError;
 use crate::gate::state_rules::{ReadFailure, read_state};
-use crate::gate::{Gate, GateError};
+use crate::notify::ApprovalNotifier;
+use crate::store::Stores;
 
 /// An approval id the desk looks up: bounded like every id (`bad_request` otherwise), so an
 /// unstorable id never reaches a store query or the audit record of a miss.
@@ -75,7 +81,30 @@ impl From<StoreError> for ApprovalError {
     }
 }
 
-impl Gate {
+/// The approval desk over what it needs: the configuration (tools, policy), the stores, the
+/// clock, the adapter (to read a plan's current state) and the notifier told of requests it
+/// creates. Built beside the gate by [`crate::engine::Engine::builder`].
+#[derive(Clone)]
+pub struct ApprovalDesk {
+    config: Arc<Config>,
+    stores: Stores,
+    clock: Arc<dyn Clock>,
+    adapter: Arc<dyn Adapter>,
+    notifier: Option<Arc<dyn ApprovalNotifier>>,
+}
+
+impl ApprovalDesk {
+    /// A desk over these parts (the engine builder's).
+    pub(crate) fn new(
+        config: Arc<Config>,
+        stores: Stores,
+        clock: Arc<dyn Clock>,
+        adapter: Arc<dyn Adapter>,
+        notifier: Option<Arc<dyn ApprovalNotifier>>,
+    ) -> Self {
+        Self { config, stores, clock, adapter, notifier }
+    }
+
     /// Creates an approval request for `draft` as `requester` would call it, with a chosen id
     /// and expiry (fixtures, the demo, operators preparing a change). The arguments must pass
     /// the contract and the requester's policy.
@@ -112,17 +141,17 @@ impl Gate {
         // INVARIANT: the request and its `approval_requested` event commit together. A prepared
         // request keeps its chosen id and never takes the plan's one pending slot (the gate's).
         self.stores.approvals.create_prepared_request(&request, self.stores.evidence(vec![event])).await?;
-        announce(self, &request);
+        crate::notify::announce(self.notifier.as_ref(), &request);
         Ok(request)
     }
 
     /// Adds `approver`'s grant to request `id` of the approver's tenant (a library caller: the
-    /// audit event names no way of authenticating; see [`Gate::grant_via`]).
+    /// audit event names no way of authenticating; see [`ApprovalDesk::grant_via`]).
     pub async fn grant(&self, approver: &Principal, id: &str) -> Result<ApprovalRequest, ApprovalError> {
         self.grant_as(approver, id, None).await
     }
 
-    /// [`Gate::grant`] by an operator who authenticated as `auth` says (a token, or `--as` on an
+    /// [`ApprovalDesk::grant`] by an operator who authenticated as `auth` says (a token, or `--as` on an
     /// embedded store); the grant's audit event (and a refusal's) records it.
     pub async fn grant_via(
         &self,
@@ -196,7 +225,7 @@ impl Gate {
         self.reject_as(approver, id, reason, None).await
     }
 
-    /// [`Gate::reject`] by an operator who authenticated as `auth` says; the rejection's audit
+    /// [`ApprovalDesk::reject`] by an operator who authenticated as `auth` says; the rejection's audit
     /// event records it.
     pub async fn reject_via(
         &self,
@@ -270,7 +299,7 @@ impl Gate {
         if reader.mode != Mode::Read {
             return Err(CurrentStateError::NotARead(read_tool.clone()));
         }
-        match read_state(self, &request.plan, reader, &request.plan.arguments).await {
+        match read_state(self.adapter.as_ref(), &request.plan, reader, &request.plan.arguments).await {
             Ok(state) => Ok(Some(state)),
             Err(ReadFailure::Adapter(e)) => Err(CurrentStateError::Adapter(e)),
             Err(ReadFailure::Timeout) => Err(CurrentStateError::Timeout),
@@ -356,14 +385,6 @@ impl Gate {
     }
 }
 
-/// Counts a new pending request and tells the gate's notifier, if any (in the background).
-pub(crate) fn announce(gate: &Gate, request: &ApprovalRequest) {
-    metrics::counter!("bridle_approvals_created_total").increment(1);
-    if let Some(notifier) = &gate.notifier {
-        notifier.approval_requested(request);
-    }
-}
-
 /// Longest approval id written to the audit log or a message (ids come from the caller).
 const MAX_SHOWN_ID: usize = 128;
 
@@ -373,8 +394,8 @@ fn shown_id(id: &str) -> &str {
 }
 
 /// The service a plan acts on, when its tool names one.
-fn service_of(gate: &Gate, r: &ApprovalRequest) -> Option<String> {
-    let tool = gate.config.registry.get(&r.plan.tool)?;
+fn service_of(desk: &ApprovalDesk, r: &ApprovalRequest) -> Option<String> {
+    let tool = desk.config.registry.get(&r.plan.tool)?;
     let (kind, name) = tool.resource_of(&r.tenant, &r.plan.arguments);
     (kind == "service").then_some(name)
 }

@@ -38,9 +38,9 @@ use bridle_core::{Code, Principal, RunContext};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::time::Instant;
-use tracing::Instrument;
 
 use crate::gate::{CallOutcome, CallRequest, Gate, GateError, Verdict};
+use crate::intake::CallError;
 use crate::llm::{ChatRequest, LlmClient, Message, Role, ToolCall, Usage, millis};
 use guard::{Blocked, ChatGuard};
 use leak::{Leak, Protected};
@@ -401,7 +401,7 @@ impl Chat {
                 "tool_calls": response.tool_calls.len(),
             }),
             final_verdict: verdict.to_owned(),
-            created_at: self.gate.clock.now(),
+            created_at: self.gate.now(),
             prompt_hash: Some(bridle_core::agents::prompt_hash(&self.settings.system_prompt)),
             tool_schema_hash: None,
             policy_version: None,
@@ -428,12 +428,12 @@ impl Chat {
         if self.gate.config().agents.get(&self.settings.agent).is_some() {
             request.agent = Some(self.settings.agent.clone());
         }
-        let (gate, principal, run) = (self.gate.clone(), turn.principal.clone(), turn.run.clone());
-        let task = tokio::spawn(async move { gate.call(&principal, &run, &request).await }.in_current_span());
+        let task = crate::intake::spawn_call(&self.gate, turn.principal.clone(), turn.run.clone(), request);
         match tokio::time::timeout(left, task).await {
             Err(_elapsed) => Ok(None),
-            Ok(Err(e)) => Err(ChatError::Task(e.to_string())),
-            Ok(Ok(decided)) => Ok(Some(decided?)),
+            Ok(Err(CallError::Task(e))) => Err(ChatError::Task(e)),
+            Ok(Err(CallError::Gate(e))) => Err(ChatError::Gate(e)),
+            Ok(Ok(outcome)) => Ok(Some(outcome)),
         }
     }
 
@@ -459,7 +459,7 @@ impl Chat {
         let record = AuditRecord {
             kind,
             call_id: turn_id.to_owned(),
-            at: self.gate.clock.now(),
+            at: self.gate.now(),
             tenant: principal.tenant.clone(),
             subject: principal.subject.clone(),
             run_id: run.run_id.clone(),

@@ -1,22 +1,22 @@
-//! The workbench check: a model's answer is read by the intake parser (gate step 1) and each
-//! call it holds runs through the gate as the workbench principal.
+//! The workbench check: a model's answer comes in through the door ([`crate::intake`], gate
+//! step 1) and each call it holds runs through the gate as the workbench principal.
 //!
 //! The answer text is never stored or audited: every call appends the gate's usual `tool_call`
 //! event (tool, code, plan hash, timings), which carries no arguments.
 
 use std::sync::Arc;
 
-use bridle_core::answer::{Format, IntakeLimits, Span, parse_answer};
+use bridle_core::answer::{Format, IntakeLimits, Span};
 use bridle_core::config::Config;
 use bridle_core::guard::GuardError;
-use bridle_core::guard::scanner::GuardScanner;
-use bridle_core::ports::SystemClock;
 use bridle_core::{Code, Principal, RunContext};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::adapter;
-use crate::gate::{CallRequest, Gate, GateError, Verdict};
+use crate::engine::Engine;
+use crate::gate::{CallRequest, Gate, Verdict};
+use crate::intake::{CallError, Intake, Parse, intake};
 use crate::store::Stores;
 
 /// Name of the principal `bridle check` acts as.
@@ -86,9 +86,13 @@ pub fn workbench_principal(config: &Config) -> Option<Principal> {
 /// A gate over `config` and `stores` with the in-process adapters (built-in tools, memory) and
 /// the guard's scanner on `scan = true` arguments (limits from `[guard]`).
 pub fn gate(config: Arc<Config>, stores: Stores) -> Result<Gate, GuardError> {
+    Ok(engine(config, stores)?.gate)
+}
+
+/// [`gate`] with the services beside it (the approval desk of `bridle approvals`).
+pub fn engine(config: Arc<Config>, stores: Stores) -> Result<Engine, GuardError> {
     let (router, _memory) = adapter::in_process(&config);
-    let scanner = Arc::new(GuardScanner::from_settings(&config.guard)?);
-    Ok(Gate::new(config, stores, router, Arc::new(SystemClock)).with_scanner(scanner))
+    Engine::builder(config, stores, router).build()
 }
 
 /// The report for an answer known to pass `limits.max_chars` before it was read to its end (a
@@ -103,48 +107,52 @@ pub fn too_long_report(limits: &IntakeLimits, bytes_read: usize) -> CheckReport 
     CheckReport { parse, calls: Vec::new() }
 }
 
-/// Reads `answer` and runs each call through `gate` as `principal` in `run`.
+/// Reads `answer` and runs each call through `gate` as `principal` in `run` (the door,
+/// [`crate::intake`]), rendered as `bridle check` reports it.
 pub async fn check(
     gate: &Gate,
     principal: &Principal,
     run: &RunContext,
     answer: &str,
     limits: &IntakeLimits,
-) -> Result<CheckReport, GateError> {
-    let parsed = match parse_answer(answer, limits) {
-        Ok(p) => p,
-        Err(r) => {
+) -> Result<CheckReport, CallError> {
+    // Pasted text never reaches the audit log: the event keeps tool, code and plan hash.
+    let base = CallRequest { metadata_only: true, ..CallRequest::default() };
+    let intook = intake(gate, principal, run, Intake::Answer { text: answer, limits }, &base).await?;
+    let format = match intook.parse {
+        Parse::Rejected(r) => {
             let parse =
                 ParseStatus { status: Status::Rejected, code: Some(r.code), format: None, message: Some(r.message) };
             return Ok(CheckReport { parse, calls: Vec::new() });
         }
+        Parse::Read(format) => Some(format),
+        Parse::Structured => None,
     };
-    let mut calls = Vec::with_capacity(parsed.calls.len());
-    for call in parsed.calls {
-        // Pasted text never reaches the audit log: the event keeps tool, code and plan hash.
-        let request = CallRequest { metadata_only: true, ..CallRequest::new(&call.tool, call.arguments.clone()) };
-        let outcome = gate.call(principal, run, &request).await?;
-        let (status, code, message, result) = match outcome.verdict {
-            Verdict::Ok { result } => (Status::Ok, None, None, Some(result)),
-            Verdict::Rejected { rejection } => (Status::Rejected, Some(rejection.code), Some(rejection.message), None),
-            Verdict::DryRun { would_reject } => match would_reject {
-                Some(r) => (Status::Rejected, Some(r.code), Some(r.message), None),
-                None => (Status::Ok, None, None, None),
-            },
-        };
-        calls.push(CheckedCall {
-            tool: call.tool,
-            arguments: call.arguments,
-            status,
-            code,
-            message,
-            result,
-            format: Some(call.format),
-            span: Some(call.span),
-        });
-    }
-    Ok(CheckReport {
-        parse: ParseStatus { status: Status::Ok, code: None, format: Some(parsed.format), message: None },
-        calls,
-    })
+    let calls = intook
+        .calls
+        .into_iter()
+        .map(|call| {
+            let (status, code, message, result) = match call.outcome.verdict {
+                Verdict::Ok { result } => (Status::Ok, None, None, Some(result)),
+                Verdict::Rejected { rejection } => {
+                    (Status::Rejected, Some(rejection.code), Some(rejection.message), None)
+                }
+                Verdict::DryRun { would_reject } => match would_reject {
+                    Some(r) => (Status::Rejected, Some(r.code), Some(r.message), None),
+                    None => (Status::Ok, None, None, None),
+                },
+            };
+            CheckedCall {
+                tool: call.tool,
+                arguments: call.arguments,
+                status,
+                code,
+                message,
+                result,
+                format: call.read.map(|(f, _)| f),
+                span: call.read.map(|(_, s)| s),
+            }
+        })
+        .collect();
+    Ok(CheckReport { parse: ParseStatus { status: Status::Ok, code: None, format, message: None }, calls })
 }

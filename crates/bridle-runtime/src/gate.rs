@@ -234,41 +234,42 @@ pub(crate) struct Proposal<'a> {
     pub level: level::LevelDecision,
 }
 
-/// The gate over a configuration, stores, an adapter and a clock.
+/// The gate over a configuration, stores, an adapter and a clock: it decides and runs calls
+/// ([`Gate::call`], dry runs included) and nothing else. The approval desk, the reconciler and
+/// the kill switch service are their own structs; [`crate::engine::Engine::builder`] assembles
+/// all four and is the only way to get a gate.
 #[derive(Clone)]
 pub struct Gate {
-    pub(crate) config: Arc<Config>,
-    pub(crate) stores: Stores,
-    pub(crate) adapter: Arc<dyn Adapter>,
-    pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) scanner: Option<Arc<dyn ArgumentScanner>>,
-    pub(crate) output: Arc<OutputGuard>,
-    pub(crate) notifier: Option<Arc<dyn ApprovalNotifier>>,
-    pub(crate) kill_cache: Arc<run_state::KillCache>,
+    config: Arc<Config>,
+    stores: Stores,
+    adapter: Arc<dyn Adapter>,
+    clock: Arc<dyn Clock>,
+    scanner: Arc<dyn ArgumentScanner>,
+    output: Arc<OutputGuard>,
+    notifier: Option<Arc<dyn ApprovalNotifier>>,
+    kill_cache: Arc<run_state::KillCache>,
+}
+
+/// What the engine builder hands the gate.
+pub(crate) struct GateParts {
+    pub config: Arc<Config>,
+    pub stores: Stores,
+    pub adapter: Arc<dyn Adapter>,
+    pub clock: Arc<dyn Clock>,
+    /// Step 4's scanner (the guard facade unless a test replaces it).
+    pub scanner: Arc<dyn ArgumentScanner>,
+    /// Step 11, shared with the reconciler.
+    pub output: Arc<OutputGuard>,
+    pub notifier: Option<Arc<dyn ApprovalNotifier>>,
+    /// Shared with the kill switch service, which clears it.
+    pub kill_cache: Arc<run_state::KillCache>,
 }
 
 impl Gate {
-    /// A gate without an argument scanner. Output guarding (step 11) is always on, built from
-    /// the configuration's `[guard]` section.
-    pub fn new(config: Arc<Config>, stores: Stores, adapter: Arc<dyn Adapter>, clock: Arc<dyn Clock>) -> Self {
-        let output = Arc::new(OutputGuard::new(&config.guard));
-        let kill_cache = Arc::new(run_state::KillCache::new(config.kill_switch.cache));
-        Self { config, stores, adapter, clock, scanner: None, output, notifier: None, kill_cache }
-    }
-
-    /// Adds the scanner used at step 4.
-    #[must_use]
-    pub fn with_scanner(mut self, scanner: Arc<dyn ArgumentScanner>) -> Self {
-        self.scanner = Some(scanner);
-        self
-    }
-
-    /// Adds the notifier told of every pending approval request the gate or the desk creates
-    /// (in the background: it never blocks or fails the call).
-    #[must_use]
-    pub fn with_notifier(mut self, notifier: Arc<dyn ApprovalNotifier>) -> Self {
-        self.notifier = Some(notifier);
-        self
+    /// The one place a gate is made (called by the engine builder only).
+    pub(crate) fn assemble(p: GateParts) -> Self {
+        let GateParts { config, stores, adapter, clock, scanner, output, notifier, kill_cache } = p;
+        Self { config, stores, adapter, clock, scanner, output, notifier, kill_cache }
     }
 
     /// The configuration.
@@ -284,6 +285,11 @@ impl Gate {
     /// The gate's clock, now.
     pub fn now(&self) -> time::OffsetDateTime {
         self.clock.now()
+    }
+
+    /// The gate's clock.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
     }
 
     /// Stamps a decision record with the versions in force: the tool-schema and policy
@@ -537,10 +543,9 @@ impl Gate {
     }
 
     fn scan(&self, tool: &ToolContract, args: &Value) -> Result<(), Rejection> {
-        let Some(scanner) = &self.scanner else { return Ok(()) };
         for param in tool.scanned_params() {
             if let Some(text) = args.get(param).and_then(Value::as_str) {
-                scanner.scan(param, text)?;
+                self.scanner.scan(param, text)?;
             }
         }
         Ok(())

@@ -9,18 +9,21 @@
 //! Every job whose status moves is audited as a `job_settled` event of its tenant's chain, in the
 //! same transaction as the move.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bridle_core::audit::{AuditRecord, Decision, EventKind, Timings};
+use bridle_core::config::Config;
 use bridle_core::job::{Job, JobStatus};
-use bridle_core::ports::{AdapterError, Outcome};
+use bridle_core::ports::{Adapter, AdapterError, Clock, Outcome};
 use bridle_core::{Code, Rejection};
 use serde::Serialize;
 use serde_json::Value;
 use time::OffsetDateTime;
 
-use crate::gate::output::Guarded;
-use crate::gate::{CallOutcome, Gate, GateError, OutputReport, Verdict};
+use crate::gate::output::{Guarded, OutputGuard};
+use crate::gate::{CallOutcome, GateError, OutputReport, Verdict};
+use crate::store::Stores;
 
 /// Default time past a tool's timeout after which a `dispatched` or `reserved` job is
 /// considered abandoned by its process.
@@ -46,14 +49,37 @@ fn settled(job: &Job, to: JobStatus) -> Settled {
     Settled { job_id: job.id.clone(), tool: job.plan.tool.clone(), tenant: job.tenant.clone(), from: job.status, to }
 }
 
-impl Gate {
+/// The reconciler over what it needs: the configuration (tool timeouts, versions), the stores,
+/// the clock, the adapter it asks and the gate's step 11 for the results it learns. Built beside
+/// the gate by [`crate::engine::Engine::builder`].
+#[derive(Clone)]
+pub struct Reconciler {
+    config: Arc<Config>,
+    stores: Stores,
+    clock: Arc<dyn Clock>,
+    adapter: Arc<dyn Adapter>,
+    output: Arc<OutputGuard>,
+}
+
+impl Reconciler {
+    /// A reconciler over these parts (the engine builder's).
+    pub(crate) fn new(
+        config: Arc<Config>,
+        stores: Stores,
+        clock: Arc<dyn Clock>,
+        adapter: Arc<dyn Adapter>,
+        output: Arc<OutputGuard>,
+    ) -> Self {
+        Self { config, stores, clock, adapter, output }
+    }
+
     /// Settles every job left `unknown`, asking the adapter for each outcome; jobs abandoned
     /// by a dead process are taken up after [`DEFAULT_GRACE`].
     pub async fn reconcile(&self) -> Result<Vec<Settled>, GateError> {
         self.reconcile_with(DEFAULT_GRACE).await
     }
 
-    /// [`Gate::reconcile`], taking up `dispatched` and `reserved` jobs older than their tool's
+    /// [`Reconciler::reconcile`], taking up `dispatched` and `reserved` jobs older than their tool's
     /// timeout plus `grace` (zero: every such job at once, which is only right when no gate is
     /// running on the store).
     pub async fn reconcile_with(&self, grace: Duration) -> Result<Vec<Settled>, GateError> {

@@ -15,13 +15,15 @@ use std::time::Duration;
 use bridle_core::approval::ApprovalRequest;
 use bridle_core::audit::{AuditRecord, EventKind, Timings, Versions};
 use bridle_core::checkpoint::{ThreadQuery, ThreadStatus, ThreadSummary};
+use bridle_core::config::Config;
 use bridle_core::job::Job;
 use bridle_core::kill::{KillScope, KillSwitch};
-use bridle_core::ports::{Checkpointer, StoreError};
+use bridle_core::ports::{Checkpointer, Clock, StoreError};
 use serde::Serialize;
 
 use crate::cancel::{CancelToken, WeakCancelToken};
-use crate::gate::Gate;
+use crate::gate::run_state::KillCache;
+use crate::store::Stores;
 
 /// Most paused runs listed per tenant.
 const MAX_RUNS_LISTED: u32 = 200;
@@ -95,7 +97,7 @@ impl LiveRuns {
     /// Polls the store every `every` and asks the runs a switch covers to stop, so a switch set
     /// on another replica (or by `bridle kill`) stops this process's runs too. Ends when the
     /// returned handle is aborted or dropped with the runtime.
-    pub fn watch(&self, gate: Gate, every: Duration) -> tokio::task::JoinHandle<()> {
+    pub fn watch(&self, stores: Stores, every: Duration) -> tokio::task::JoinHandle<()> {
         let live = self.clone();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(every);
@@ -110,7 +112,7 @@ impl LiveRuns {
                 if empty {
                     continue;
                 }
-                match gate.stores().kills.active_kills().await {
+                match stores.kills.active_kills().await {
                     Ok(switches) if !switches.is_empty() => {
                         let asked = live.cancel_covered(&switches);
                         if !asked.is_empty() {
@@ -125,111 +127,130 @@ impl LiveRuns {
     }
 }
 
-/// Sets the switch of `scope` (by `who`, because `reason`: a blank one is kept as `no reason
-/// given`, an unstorable one made storable by `bridle_core::bounds::storable_reason`), audits it, asks the runs of `live`
-/// in scope to stop and lists the unfinished work.
-pub async fn set(
-    gate: &Gate,
-    checkpointer: Option<&Arc<dyn Checkpointer>>,
-    live: Option<&LiveRuns>,
-    who: &str,
-    scope: KillScope,
-    reason: &str,
-) -> Result<KillReport, StoreError> {
-    // INVARIANT: a switch is set whatever its reason: an unstorable one is made storable.
-    let reason = bridle_core::bounds::storable_reason(reason);
-    let switch = KillSwitch { scope, reason, set_by: who.to_owned(), set_at: gate.clock.now() };
-    // INVARIANT: the switch is set with its `kill_switch_set` events, in one transaction.
-    let events = records(gate, EventKind::KillSwitchSet, &switch, who).await?;
-    let changed = gate.stores().kills.set_kill(&switch, events).await?;
-    gate.kill_cache.clear();
-    let mut unfinished = unfinished(gate, checkpointer, &switch.scope).await?;
-    if let Some(live) = live {
-        unfinished.cancelled_runs = live.cancel_covered(std::slice::from_ref(&switch));
+/// The kill switch service over what it needs: the configuration (tenants, versions), the
+/// stores, the clock, and the gate's cache of switches (cleared when this process sets or lifts
+/// one). Built beside the gate by [`crate::engine::Engine::builder`].
+#[derive(Clone)]
+pub struct KillService {
+    config: Arc<Config>,
+    stores: Stores,
+    clock: Arc<dyn Clock>,
+    cache: Arc<KillCache>,
+}
+
+impl KillService {
+    /// A service over these parts (the engine builder's).
+    pub(crate) fn new(config: Arc<Config>, stores: Stores, clock: Arc<dyn Clock>, cache: Arc<KillCache>) -> Self {
+        Self { config, stores, clock, cache }
     }
-    Ok(KillReport { switch, changed, unfinished })
-}
 
-/// Lifts the switch of exactly `scope` (by `who`) and audits it; `changed` is false when no
-/// such switch was on (nothing is audited then).
-pub async fn lift(gate: &Gate, who: &str, scope: KillScope, reason: &str) -> Result<KillReport, StoreError> {
-    let reason = bridle_core::bounds::storable_reason(reason);
-    let switch = KillSwitch { scope, reason, set_by: who.to_owned(), set_at: gate.clock.now() };
-    // INVARIANT: lifted with its `kill_switch_lifted` events (appended only if one was on).
-    let events = records(gate, EventKind::KillSwitchLifted, &switch, who).await?;
-    let lifted = gate.stores().kills.lift_kill(&switch.scope, events).await?;
-    gate.kill_cache.clear();
-    let changed = lifted.is_some();
-    Ok(KillReport { switch: lifted.unwrap_or(switch), changed, unfinished: Unfinished::default() })
-}
-
-/// The tenants a scope reaches: its own, or every tenant the audit log or the configuration knows.
-async fn tenants(gate: &Gate, scope: &KillScope) -> Result<Vec<String>, StoreError> {
-    if let Some(t) = &scope.tenant {
-        return Ok(vec![t.clone()]);
+    /// Sets the switch of `scope` (by `who`, because `reason`: a blank one is kept as `no reason
+    /// given`, an unstorable one made storable by `bridle_core::bounds::storable_reason`), audits it, asks the runs of `live`
+    /// in scope to stop and lists the unfinished work.
+    pub async fn set(
+        &self,
+        checkpointer: Option<&Arc<dyn Checkpointer>>,
+        live: Option<&LiveRuns>,
+        who: &str,
+        scope: KillScope,
+        reason: &str,
+    ) -> Result<KillReport, StoreError> {
+        // INVARIANT: a switch is set whatever its reason: an unstorable one is made storable.
+        let reason = bridle_core::bounds::storable_reason(reason);
+        let switch = KillSwitch { scope, reason, set_by: who.to_owned(), set_at: self.clock.now() };
+        // INVARIANT: the switch is set with its `kill_switch_set` events, in one transaction.
+        let events = self.records(EventKind::KillSwitchSet, &switch, who).await?;
+        let changed = self.stores.kills.set_kill(&switch, events).await?;
+        self.cache.clear();
+        let mut unfinished = self.unfinished(checkpointer, &switch.scope).await?;
+        if let Some(live) = live {
+            unfinished.cancelled_runs = live.cancel_covered(std::slice::from_ref(&switch));
+        }
+        Ok(KillReport { switch, changed, unfinished })
     }
-    let mut all: BTreeSet<String> = gate.stores().audit.tenants().await?.into_iter().collect();
-    all.extend(gate.config().principals.values().map(|p| p.tenant.clone()));
-    Ok(all.into_iter().collect())
-}
 
-/// One event per tenant the scope reaches (a global switch is recorded in every chain), as
-/// `[audit] evidence` keeps them.
-async fn records(gate: &Gate, kind: EventKind, switch: &KillSwitch, who: &str) -> Result<Vec<AuditRecord>, StoreError> {
-    let records: Vec<AuditRecord> = tenants(gate, &switch.scope)
-        .await?
-        .into_iter()
-        .map(|tenant| AuditRecord {
-            kind,
-            call_id: format!("kill:{}", switch.scope.describe()),
-            at: switch.set_at,
-            tenant,
-            subject: who.to_owned(),
-            run_id: String::new(),
-            incident: String::new(),
-            tool: String::new(),
-            policy_version: gate.config().policy.version().to_owned(),
-            plan_hash: None,
-            executor_identity: None,
-            approval_id: None,
-            approver: None,
-            decision: None,
-            code: (kind == EventKind::KillSwitchSet).then(|| bridle_core::Code::Killed.as_str().to_owned()),
-            reason: Some(switch.reason.clone()),
-            timings: Timings::default(),
-            auth: None,
-            versions: Versions {
-                agent_id: switch.scope.agent.clone(),
-                ..Versions::tools_only(gate.config().registry.schema_hash())
-            },
-        })
-        .collect();
-    Ok(gate.stores().evidence(records))
-}
+    /// Lifts the switch of exactly `scope` (by `who`) and audits it; `changed` is false when no
+    /// such switch was on (nothing is audited then).
+    pub async fn lift(&self, who: &str, scope: KillScope, reason: &str) -> Result<KillReport, StoreError> {
+        let reason = bridle_core::bounds::storable_reason(reason);
+        let switch = KillSwitch { scope, reason, set_by: who.to_owned(), set_at: self.clock.now() };
+        // INVARIANT: lifted with its `kill_switch_lifted` events (appended only if one was on).
+        let events = self.records(EventKind::KillSwitchLifted, &switch, who).await?;
+        let lifted = self.stores.kills.lift_kill(&switch.scope, events).await?;
+        self.cache.clear();
+        let changed = lifted.is_some();
+        Ok(KillReport { switch: lifted.unwrap_or(switch), changed, unfinished: Unfinished::default() })
+    }
 
-/// Pending approvals, unsettled jobs and paused runs in the scope's tenants.
-pub async fn unfinished(
-    gate: &Gate,
-    checkpointer: Option<&Arc<dyn Checkpointer>>,
-    scope: &KillScope,
-) -> Result<Unfinished, StoreError> {
-    let tenants = tenants(gate, scope).await?;
-    let now = gate.clock.now();
-    let mut out = Unfinished::default();
-    for tenant in &tenants {
-        out.pending_approvals.extend(gate.stores().approvals.list_pending(tenant, now).await?);
-        if let Some(cp) = checkpointer {
-            for status in [ThreadStatus::Interrupted, ThreadStatus::Running] {
-                let query = ThreadQuery {
-                    prefix: format!("{tenant}/"),
-                    before: None,
-                    status: Some(status),
-                    limit: MAX_RUNS_LISTED,
-                };
-                out.paused_runs.extend(cp.threads(&query).await?);
+    /// The tenants a scope reaches: its own, or every tenant the audit log or the configuration knows.
+    async fn tenants(&self, scope: &KillScope) -> Result<Vec<String>, StoreError> {
+        if let Some(t) = &scope.tenant {
+            return Ok(vec![t.clone()]);
+        }
+        let mut all: BTreeSet<String> = self.stores.audit.tenants().await?.into_iter().collect();
+        all.extend(self.config.principals.values().map(|p| p.tenant.clone()));
+        Ok(all.into_iter().collect())
+    }
+
+    /// One event per tenant the scope reaches (a global switch is recorded in every chain), as
+    /// `[audit] evidence` keeps them.
+    async fn records(&self, kind: EventKind, switch: &KillSwitch, who: &str) -> Result<Vec<AuditRecord>, StoreError> {
+        let records: Vec<AuditRecord> = self
+            .tenants(&switch.scope)
+            .await?
+            .into_iter()
+            .map(|tenant| AuditRecord {
+                kind,
+                call_id: format!("kill:{}", switch.scope.describe()),
+                at: switch.set_at,
+                tenant,
+                subject: who.to_owned(),
+                run_id: String::new(),
+                incident: String::new(),
+                tool: String::new(),
+                policy_version: self.config.policy.version().to_owned(),
+                plan_hash: None,
+                executor_identity: None,
+                approval_id: None,
+                approver: None,
+                decision: None,
+                code: (kind == EventKind::KillSwitchSet).then(|| bridle_core::Code::Killed.as_str().to_owned()),
+                reason: Some(switch.reason.clone()),
+                timings: Timings::default(),
+                auth: None,
+                versions: Versions {
+                    agent_id: switch.scope.agent.clone(),
+                    ..Versions::tools_only(self.config.registry.schema_hash())
+                },
+            })
+            .collect();
+        Ok(self.stores.evidence(records))
+    }
+
+    /// Pending approvals, unsettled jobs and paused runs in the scope's tenants.
+    pub async fn unfinished(
+        &self,
+        checkpointer: Option<&Arc<dyn Checkpointer>>,
+        scope: &KillScope,
+    ) -> Result<Unfinished, StoreError> {
+        let tenants = self.tenants(scope).await?;
+        let now = self.clock.now();
+        let mut out = Unfinished::default();
+        for tenant in &tenants {
+            out.pending_approvals.extend(self.stores.approvals.list_pending(tenant, now).await?);
+            if let Some(cp) = checkpointer {
+                for status in [ThreadStatus::Interrupted, ThreadStatus::Running] {
+                    let query = ThreadQuery {
+                        prefix: format!("{tenant}/"),
+                        before: None,
+                        status: Some(status),
+                        limit: MAX_RUNS_LISTED,
+                    };
+                    out.paused_runs.extend(cp.threads(&query).await?);
+                }
             }
         }
+        out.jobs = self.stores.jobs.unsettled().await?.into_iter().filter(|j| tenants.contains(&j.tenant)).collect();
+        Ok(out)
     }
-    out.jobs = gate.stores().jobs.unsettled().await?.into_iter().filter(|j| tenants.contains(&j.tenant)).collect();
-    Ok(out)
 }

@@ -15,3 +15,12 @@ pub trait ApprovalNotifier: Send + Sync {
     /// background and its failures are logged and counted, never reported to the caller.
     fn approval_requested(&self, request: &ApprovalRequest);
 }
+
+/// Counts a new pending request and tells `notifier`, if any (in the background). The gate and
+/// the approval desk both announce through here.
+pub(crate) fn announce(notifier: Option<&std::sync::Arc<dyn ApprovalNotifier>>, request: &ApprovalRequest) {
+    metrics::counter!("bridle_approvals_created_total").increment(1);
+    if let Some(notifier) = notifier {
+        notifier.approval_requested(request);
+    }
+}

@@ -11,13 +11,12 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use bridle_core::config::{Config, LlmSettings};
-use bridle_core::guard::scanner::GuardScanner;
 use bridle_core::ports::{Adapter, Checkpointer, Clock, StoreError, SystemClock};
 use serde_json::Value;
 use tokio::task::JoinSet;
 
 use crate::checkpoint::open_checkpointer;
-use crate::gate::Gate;
+use crate::engine::Engine;
 use crate::graph::hooks::HookHandler;
 use crate::graph::observer::TaskGraph;
 use crate::graph::{Event, Graph, Hooks, RunConfig, RunOutcome, RunStream};
@@ -96,6 +95,7 @@ pub struct RuntimeBuilder {
     clock: Arc<dyn Clock>,
     hooks: Vec<Registration>,
     task_graph: bool,
+    notifier: Option<Arc<dyn crate::notify::ApprovalNotifier>>,
 }
 
 impl RuntimeBuilder {
@@ -110,6 +110,7 @@ impl RuntimeBuilder {
             clock: Arc::new(SystemClock),
             hooks: Vec::new(),
             task_graph: true,
+            notifier: None,
         }
     }
 
@@ -152,6 +153,13 @@ impl RuntimeBuilder {
     #[must_use]
     pub fn hook(mut self, event: Option<&str>, priority: i32, handler: Arc<dyn HookHandler>) -> Self {
         self.hooks.push((event.map(str::to_owned), priority, handler));
+        self
+    }
+
+    /// Tells `notifier` of every pending approval request (the `[webhooks]` notifier).
+    #[must_use]
+    pub fn notifier(mut self, notifier: Arc<dyn crate::notify::ApprovalNotifier>) -> Self {
+        self.notifier = Some(notifier);
         self
     }
 
@@ -216,11 +224,13 @@ impl RuntimeBuilder {
             Some(adapter) => adapter,
             None => crate::adapter::from_config(&self.config)?,
         };
-        let scanner = GuardScanner::from_settings(&self.config.guard).map_err(|e| BuildError::Guard(e.to_string()))?;
-        let gate =
-            Gate::new(self.config.clone(), stores.clone(), adapter, self.clock.clone()).with_scanner(Arc::new(scanner));
+        let mut engine = Engine::builder(self.config.clone(), stores.clone(), adapter).clock(self.clock.clone());
+        if let Some(notifier) = self.notifier {
+            engine = engine.notifier(notifier);
+        }
+        let engine = engine.build().map_err(|e| BuildError::Guard(e.to_string()))?;
         let live = crate::kill::LiveRuns::default();
-        let kill_watch = live.watch(gate.clone(), KILL_WATCH);
+        let kill_watch = live.watch(stores.clone(), KILL_WATCH);
         Ok(Runtime {
             live,
             kill_watch,
@@ -232,7 +242,7 @@ impl RuntimeBuilder {
             clock: self.clock,
             hooks: Arc::new(hooks),
             task_graph,
-            gate,
+            engine,
             background: Mutex::new(JoinSet::new()),
         })
     }
@@ -277,8 +287,8 @@ pub struct Runtime {
     pub hooks: Arc<Hooks>,
     /// The progress DAG of runs, when kept.
     pub task_graph: Option<Arc<TaskGraph>>,
-    /// The gate.
-    pub gate: Gate,
+    /// The gate and the services beside it (approval desk, reconciler, kill switches).
+    pub engine: Engine,
     background: Mutex<JoinSet<()>>,
     /// Runs this process drives (the kill switch asks those in scope to stop).
     pub live: crate::kill::LiveRuns,
@@ -377,7 +387,7 @@ impl Runtime {
         scope: bridle_core::kill::KillScope,
         reason: &str,
     ) -> Result<crate::kill::KillReport, bridle_core::ports::StoreError> {
-        crate::kill::set(&self.gate, Some(&self.checkpointer), Some(&self.live), who, scope, reason).await
+        self.engine.kills.set(Some(&self.checkpointer), Some(&self.live), who, scope, reason).await
     }
 
     /// Lifts the kill switch of exactly `scope` as `who`, audited.
@@ -387,7 +397,7 @@ impl Runtime {
         scope: bridle_core::kill::KillScope,
         reason: &str,
     ) -> Result<crate::kill::KillReport, bridle_core::ports::StoreError> {
-        crate::kill::lift(&self.gate, who, scope, reason).await
+        self.engine.kills.lift(who, scope, reason).await
     }
 
     /// Waits for background runs to finish, writes the last signed audit heads, then closes the
@@ -398,7 +408,7 @@ impl Runtime {
         while set.join_next().await.is_some() {}
         // A failure is logged by `close`; the shutdown goes on.
         let _ = self.stores.anchoring.close().await;
-        drop(self.gate);
+        drop(self.engine);
         drop(self.stores);
     }
 }

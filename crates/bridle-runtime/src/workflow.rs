@@ -22,8 +22,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use bridle_core::guard::Detector;
-use bridle_core::guard::sanitize::{Channel, Limits};
+use bridle_core::guard::sanitize::Channel;
 use bridle_core::ports::Clock;
 use bridle_core::workflow::{Next, NodeKind, StateType, Workflow};
 use bridle_core::{Code, Principal, Rejection};
@@ -36,6 +35,7 @@ use crate::graph::{
     END, Graph, GraphBuilder, Kind, NodeOptions, Reducer, RunConfig, RunOutcome, RunStream, START, StateSchema, Target,
     node_fn,
 };
+use crate::guard::Guard;
 use crate::llm::LlmClient;
 use crate::runtime::Runtime;
 
@@ -109,28 +109,21 @@ impl WorkflowDeps {
     /// budget counted in the store for the run), the gate's clock and the configured deadlines.
     pub fn for_run(runtime: &Runtime, tenant: &str, run_id: &str) -> Self {
         Self {
-            gate: runtime.gate.clone(),
+            gate: runtime.engine.gate.clone(),
             client: runtime.session_llm(tenant, run_id),
-            clock: runtime.gate.clock.clone(),
+            clock: runtime.engine.gate.clock().clone(),
             deadlines: runtime.config.runtime.deadlines,
             principal: None,
         }
     }
 }
 
-/// The input guard of `ai_analysis` nodes.
-pub(crate) struct InputGuard {
-    detector: Detector,
-    limits: Limits,
-}
+/// The input guard of `ai_analysis` nodes: the guard facade, refusals naming the node input.
+pub(crate) struct InputGuard(Guard);
 
 impl InputGuard {
     fn check(&self, at: &str, text: &str, channel: Channel) -> Result<(), Rejection> {
-        self.limits
-            .check(channel, text)
-            .map_err(|r| Rejection::new(r.code, format!("`{at}`: {}", r.message)).with_detail(r.detail))?;
-        let d = self.detector.detect(text);
-        if d.blocked() { Err(bridle_core::guard::scanner::blocked(at, &d)) } else { Ok(()) }
+        self.0.check(channel, text).map(drop).map_err(|r| r.rejection(at, |at| format!("`{at}`")))
     }
 }
 
@@ -263,10 +256,10 @@ impl CompiledWorkflow {
                 agents.insert(node.name.clone(), agent);
             }
         }
-        let guard = InputGuard {
-            detector: Detector::new().map_err(|e| invalid(format!("the input guard could not start: {e}")))?,
-            limits: config.guard.limits,
-        };
+        let guard = InputGuard(
+            Guard::from_settings(&config.guard)
+                .map_err(|e| invalid(format!("the input guard could not start: {e}")))?,
+        );
         let allowance = deps.deadlines.workflow(workflow.node_count());
         let workflow = Arc::new(workflow);
         let shared = Arc::new(Shared {

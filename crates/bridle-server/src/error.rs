@@ -11,13 +11,13 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use bridle_apps::lab::LabError;
 use bridle_core::ports::StoreError;
 use bridle_core::{Code, Rejection};
 use bridle_runtime::GateError;
 use bridle_runtime::approvals::ApprovalError;
 use bridle_runtime::audit::VerifyError;
 use bridle_runtime::feedback::CollectError;
-use bridle_apps::lab::LabError;
 
 use crate::runs::RunError;
 use serde_json::json;
@@ -118,6 +118,12 @@ impl From<serde_json::Error> for ApiError {
 
 impl From<tokio::task::JoinError> for ApiError {
     fn from(e: tokio::task::JoinError) -> Self {
+        Self::internal(&e)
+    }
+}
+
+impl From<bridle_runtime::intake::CallError> for ApiError {
+    fn from(e: bridle_runtime::intake::CallError) -> Self {
         Self::internal(&e)
     }
 }

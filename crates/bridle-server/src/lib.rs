@@ -17,9 +17,11 @@ use std::sync::Arc;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
 use axum::{Json, Router, middleware};
-use bridle_core::guard::Detector;
-use bridle_core::guard::scanner::GuardScanner;
+use bridle_runtime::Engine;
+use bridle_runtime::approvals::ApprovalDesk;
 use bridle_runtime::gate::Gate;
+use bridle_runtime::guard::Guard;
+use bridle_runtime::kill::KillService;
 use bridle_runtime::runs;
 use serde_json::{Value, json};
 
@@ -40,16 +42,20 @@ pub enum StartError {
 /// What every handler shares.
 #[derive(Clone)]
 pub struct AppState {
-    /// The gate (with the guard's argument scanner installed).
+    /// The gate (with the guard's argument scanner installed by the engine builder).
     pub gate: Gate,
+    /// The approval desk beside it.
+    pub desk: ApprovalDesk,
+    /// The kill switch service beside it.
+    pub kills: KillService,
     /// Token verification.
     pub verifier: Arc<Verifier>,
     /// Request limits.
     pub limits: Limits,
     /// Per-principal rate limit.
     pub limiter: Arc<RateLimiter>,
-    /// The guard's detector for `/v1/guard/scan`.
-    pub detector: Arc<Detector>,
+    /// The guard facade for `/v1/guard/scan` (limits from `[guard]`).
+    pub guard: Guard,
     /// The MCP endpoint `/mcp`: console URL, accepted hosts, shutdown.
     pub mcp: mcp::McpSettings,
     /// The Prometheus recorder rendered at `/metrics` (`None`: `/metrics` answers 404).
@@ -67,15 +73,18 @@ impl std::fmt::Debug for AppState {
 }
 
 impl AppState {
-    /// State over `gate` (a runtime's), verifying tokens as `auth` says, held to `limits`. The
-    /// guard's scanner is installed on the gate for `scan = true` arguments (gate step 4).
-    pub fn new(gate: Gate, auth: &AuthConfig, limits: Limits) -> Result<Self, StartError> {
+    /// State over `engine` (a runtime's: its gate already scans `scan = true` arguments at
+    /// step 4), verifying tokens as `auth` says, held to `limits`.
+    pub fn new(engine: Engine, auth: &AuthConfig, limits: Limits) -> Result<Self, StartError> {
+        let guard = Guard::from_settings(&engine.gate.config().guard)?;
         Ok(Self {
-            gate: guarded_gate(gate)?,
+            gate: engine.gate,
+            desk: engine.desk,
+            kills: engine.kills,
             verifier: Arc::new(Verifier::new(auth)?),
             limits,
             limiter: Arc::new(RateLimiter::new(limits.rate_per_second, limits.burst)),
-            detector: Arc::new(Detector::new()?),
+            guard,
             mcp: mcp::McpSettings::default(),
             metrics: None,
             runs: None,
@@ -105,13 +114,6 @@ impl AppState {
         self.runs = Some(runs);
         self
     }
-}
-
-/// `gate` with the guard's argument scanner installed for `scan = true` arguments (gate step
-/// 4), as every entry point (HTTP, `/mcp`, MCP over stdio) uses it.
-pub fn guarded_gate(gate: Gate) -> Result<Gate, StartError> {
-    let scanner = Arc::new(GuardScanner::from_settings(&gate.config().guard)?);
-    Ok(gate.with_scanner(scanner))
 }
 
 /// The router served by `bridle serve`: `/healthz`, `/openapi.json` and the console's static

@@ -15,6 +15,7 @@ use axum::http::request::Parts;
 use axum::response::IntoResponse;
 use bridle_core::{Principal, RunContext};
 use bridle_runtime::gate::{CallRequest, Gate};
+use bridle_runtime::intake::{CallError, spawn_call};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
     ServerCapabilities, ServerConfig, Tool,
@@ -219,11 +220,10 @@ impl ServerHandler for BridleMcp {
             return Ok(result::refusal(&e.rejection()).into());
         }
         // On a task of its own: a client that hangs up never cuts a gate call half-way.
-        let gate = self.gate.clone();
-        let outcome = tokio::spawn(async move { gate.call(&principal, &run, &request).await })
-            .await
-            .map_err(|e| ErrorData::internal_error(format!("the gate call failed: {e}"), None))?
-            .map_err(|e| ErrorData::internal_error(format!("the gate could not decide: {e}"), None))?;
+        let outcome = spawn_call(&self.gate, principal, run, request).await.map_err(|e| match e {
+            CallError::Task(e) => ErrorData::internal_error(format!("the gate call failed: {e}"), None),
+            CallError::Gate(e) => ErrorData::internal_error(format!("the gate could not decide: {e}"), None),
+        })?;
         Ok(result::tool_result(&outcome, &self.console).into())
     }
 }

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use bridle_core::ports::{StoreError, SystemClock};
+use bridle_core::ports::StoreError;
 use bridle_core::{Code, RunContext};
 use bridle_runtime::adapter::MemoryAdapter;
 use bridle_runtime::gate::{CallRequest, Gate};
@@ -135,7 +135,10 @@ async fn replica(plan: &DecisionsPlan, config: &Arc<bridle_core::config::Config>
         .get("requester-1")
         .cloned()
         .ok_or_else(|| DecisionsError::Setup("the bundled config has no `requester-1`".to_owned()))?;
-    Ok(Replica { gate: Gate::new(config.clone(), stores, adapter, Arc::new(SystemClock)), principal })
+    let gate = bridle_runtime::engine::Engine::builder(config.clone(), stores, adapter)
+        .gate()
+        .map_err(|e| DecisionsError::Setup(e.to_string()))?;
+    Ok(Replica { gate, principal })
 }
 
 /// Calls until `stop`, returning (latencies in µs of the calls completed between `measuring`

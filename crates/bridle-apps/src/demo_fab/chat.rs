@@ -47,7 +47,7 @@ async fn turn(
     run: &RunContext,
     text: &str,
 ) -> Result<ChatAnswer, String> {
-    let gate = fx.gate(Arc::new(FabAdapter::from_config(&fx.config)));
+    let gate = fx.engine(Arc::new(FabAdapter::from_config(&fx.config)))?.gate;
     let chat = Chat::new(gate, client, settings()).map_err(|e| format!("chat: {e}"))?;
     chat.turn(who, run, &[], text).await.map_err(|e| format!("chat: {e}"))
 }

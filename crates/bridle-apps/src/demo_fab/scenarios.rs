@@ -122,7 +122,7 @@ async fn grant(fx: &Fixture, rig: &Rig, run: &RunOutcome) -> Result<String, Stri
         .and_then(Value::as_str)
         .ok_or("the pause carries no approval id")?
         .to_owned();
-    rig.gate.grant(&fx.approver, &id).await.map_err(|e| format!("grant: {e}"))?;
+    rig.desk.grant(&fx.approver, &id).await.map_err(|e| format!("grant: {e}"))?;
     Ok(id)
 }
 
@@ -202,7 +202,7 @@ async fn reject_regenerate_reapprove(fx: &Fixture) -> Check {
     let run = start(fx, &rig, anomaly("etch-01", "chamber_temp_c", 388.0, "inc-reject")).await?;
     let first = pause(&run, "/plan").clone();
     let first_id = at(&first, "/approval_id").as_str().ok_or("the first plan did not wait for approval")?;
-    rig.gate.reject(&fx.approver, first_id, REASON).await.map_err(|e| format!("reject: {e}"))?;
+    rig.desk.reject(&fx.approver, first_id, REASON).await.map_err(|e| format!("reject: {e}"))?;
     let run = resume(fx, &rig, &run, json!({})).await?;
     let second = pause(&run, "/plan").clone();
     ensure(at(&second, "/round") == 2 && at(&second, "/tool") != at(&first, "/tool"), || {
@@ -235,7 +235,7 @@ async fn reject_regenerate_reapprove(fx: &Fixture) -> Check {
 /// More than three automatic changes on one equipment within the hour: the next needs approval.
 async fn auto_limit_escalates(fx: &Fixture) -> Check {
     let fab = std::sync::Arc::new(bridle_runtime::adapter::FabAdapter::from_config(&fx.config));
-    let gate = fx.gate(fab.clone());
+    let gate = fx.engine(fab.clone())?.gate;
     let limit = fx.config.levels.auto_limit.ok_or("`[levels] auto_limit` is off")?;
     let run = RunContext::new(&format!("fab-demo/{}/auto_limit_escalates", fx.tag), "inc-auto");
     let mut setpoint = 300;
@@ -273,7 +273,7 @@ async fn auto_limit_escalates(fx: &Fixture) -> Check {
 /// the approval request shows the approver that failure.
 async fn history_escalates_failed_action(fx: &Fixture) -> Check {
     let fab = std::sync::Arc::new(bridle_runtime::adapter::FabAdapter::from_config(&fx.config));
-    let gate = fx.gate(fab.clone());
+    let bridle_runtime::engine::Engine { gate, desk, .. } = fx.engine(fab.clone())?;
     let run = RunContext::new(&format!("fab-demo/{}/history_escalates_failed_action", fx.tag), "inc-history");
     // This invocation's own diagnosis, so earlier demo runs on the same database do not count.
     let key = bridle_core::history::HistoryKey {
@@ -289,7 +289,7 @@ async fn history_escalates_failed_action(fx: &Fixture) -> Check {
     // The automatic-change limit (other demo runs this hour) may want a human first: grant it.
     if first.code() == Some(Code::ApprovalRequired) {
         let id = first.approval_id.clone().ok_or("no approval id")?;
-        gate.grant(&fx.approver, &id).await.map_err(|e| format!("grant: {e:?}"))?;
+        desk.grant(&fx.approver, &id).await.map_err(|e| format!("grant: {e:?}"))?;
         first = gate.call(&fx.requester, &run, &call.clone().with_approval(&id)).await.map_err(gate_err)?;
     }
     let job = first

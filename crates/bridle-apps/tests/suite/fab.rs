@@ -12,8 +12,10 @@ use bridle_core::level::CallSignals;
 use bridle_core::ports::SystemClock;
 use bridle_core::{Principal, RunContext};
 use bridle_runtime::adapter::FabAdapter;
+use bridle_runtime::approvals::ApprovalDesk;
 use bridle_runtime::checkpoint::MemoryCheckpointer;
-use bridle_runtime::gate::{CallRequest, Gate};
+use bridle_runtime::engine::Engine;
+use bridle_runtime::gate::CallRequest;
 use bridle_runtime::graph::{Graph, RunConfig, RunOutcome};
 use bridle_runtime::llm::ScriptedModel;
 use bridle_runtime::llm::scripted::{ScriptedError, ScriptedReply};
@@ -154,7 +156,7 @@ async fn every_demo_scenario_leaves_its_evidence_in_the_store() {
 
 struct P {
     graph: Graph,
-    gate: Gate,
+    desk: ApprovalDesk,
     fab: Arc<FabAdapter>,
     model: Arc<ScriptedModel>,
     cp: Arc<MemoryCheckpointer>,
@@ -176,14 +178,15 @@ fn advice(tool: &str, parameters: Value, confidence: f64) -> Value {
 fn pipeline(replies: Vec<ScriptedReply>) -> P {
     let config = fab_config();
     let fab = Arc::new(FabAdapter::from_config(&config));
-    let gate = Gate::new(config.clone(), Stores::memory(), fab.clone(), Arc::new(SystemClock));
+    let Engine { gate, desk, .. } =
+        Engine::builder(config.clone(), Stores::memory(), fab.clone()).clock(Arc::new(SystemClock)).build().unwrap();
     let model = Arc::new(ScriptedModel::new("test", replies).unwrap());
     let mut options = FabOptions::from_config(&config);
     options.llm_timeout = std::time::Duration::from_millis(500);
     let requester = config.principals["advisor-agent"].clone();
-    let graph = fab_graph(gate.clone(), model.clone(), requester.clone(), options).unwrap();
+    let graph = fab_graph(gate, model.clone(), requester.clone(), options).unwrap();
     let approver = config.principals["operator-kim"].clone();
-    P { graph, gate, fab, model, cp: Arc::new(MemoryCheckpointer::new()), approver }
+    P { graph, desk, fab, model, cp: Arc::new(MemoryCheckpointer::new()), approver }
 }
 
 impl P {
@@ -276,7 +279,7 @@ async fn an_invalid_answer_after_its_retry_falls_back_to_the_rules_degraded() {
     let plan = &run.interrupts[0].payload["plan"];
     assert_eq!((plan["tool"].as_str(), plan["degraded"].as_bool()), (Some("replace_part"), Some(true)));
     // Granted, the degraded plan runs once.
-    p.gate.grant(&p.approver, &P::approval_id(&run)).await.unwrap();
+    p.desk.grant(&p.approver, &P::approval_id(&run)).await.unwrap();
     let run = p.resume(&run, json!({})).await;
     assert_eq!(run.state["outcome"]["status"], "executed");
     assert_eq!(p.fab.applied().len(), 1);
@@ -294,7 +297,7 @@ async fn rejected_plans_end_the_run_after_max_rounds_and_nothing_runs() {
     let mut run = p.start("chamber_temp_c", 388.0).await;
     for round in 1..=3 {
         assert_eq!(run.interrupts[0].payload["plan"]["round"], round);
-        p.gate.reject(&p.approver, &P::approval_id(&run), &format!("no heater swap, round {round}")).await.unwrap();
+        p.desk.reject(&p.approver, &P::approval_id(&run), &format!("no heater swap, round {round}")).await.unwrap();
         run = p.resume(&run, json!({})).await;
     }
     assert_eq!(run.status, ThreadStatus::Done);
@@ -315,7 +318,7 @@ async fn resuming_an_approved_plan_twice_executes_it_once() {
         reply("advisor", 1, advice("replace_part", json!({"equipment": "etch-01", "part": "gas_valve"}), 0.9)),
     ]);
     let run = p.start("gas_flow_sccm", 40.0).await;
-    p.gate.grant(&p.approver, &P::approval_id(&run)).await.unwrap();
+    p.desk.grant(&p.approver, &P::approval_id(&run)).await.unwrap();
     let done = p.resume(&run, json!({})).await;
     assert_eq!(done.state["outcome"]["status"], "executed");
     // The same answer again is refused (already answered); continuing changes nothing.

@@ -11,7 +11,7 @@ use bridle_core::config::Config;
 use bridle_core::history::{Outcome, OutcomeSource};
 use bridle_core::ports::SystemClock;
 use bridle_runtime::adapter::FabAdapter;
-use bridle_runtime::gate::Gate;
+use bridle_runtime::engine::Engine;
 use bridle_runtime::graph::{Graph, RunConfig, RunOutcome};
 use bridle_runtime::llm::ScriptedModel;
 use bridle_runtime::llm::scripted::ScriptedReply;
@@ -55,8 +55,10 @@ struct Rig {
 fn rig(config: Config) -> Rig {
     let config = Arc::new(config);
     let stores = Stores::memory();
-    let gate =
-        Gate::new(config.clone(), stores.clone(), Arc::new(FabAdapter::from_config(&config)), Arc::new(SystemClock));
+    let gate = Engine::builder(config.clone(), stores.clone(), Arc::new(FabAdapter::from_config(&config)))
+        .clock(Arc::new(SystemClock))
+        .gate()
+        .unwrap();
     // Every run asks the same questions: the script answers each run's turn 1.
     let model = Arc::new(ScriptedModel::new("test", confident_trims()).unwrap());
     let requester = config.principals["advisor-agent"].clone();

@@ -6,6 +6,7 @@ use bridle_core::Principal;
 use bridle_core::config::Config;
 use bridle_runtime::adapter::MemoryAdapter;
 use bridle_runtime::clock::ManualClock;
+use bridle_runtime::engine::Engine;
 use bridle_runtime::gate::Gate;
 use bridle_runtime::store::Stores;
 use time::{Duration, OffsetDateTime, macros::datetime};
@@ -23,7 +24,7 @@ impl H {
         let config = Arc::new(config);
         let clock = Arc::new(ManualClock::new(T0 + Duration::seconds(10)));
         let adapter = Arc::new(MemoryAdapter::from_config(&config));
-        let gate = Gate::new(config.clone(), stores, adapter, clock.clone());
+        let gate = Engine::builder(config.clone(), stores, adapter).clock(clock.clone()).build().unwrap().gate;
         H { gate, clock, config }
     }
 

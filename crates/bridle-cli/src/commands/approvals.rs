@@ -18,8 +18,8 @@ use anyhow::Context;
 use bridle_core::Principal;
 use bridle_core::approval::{ApprovalRequest, SCOPE_GRANT, SCOPE_SIGN_OFF};
 use bridle_core::audit::OperatorAuth;
+use bridle_runtime::approvals::ApprovalDesk;
 use bridle_runtime::approvals::ApprovalError;
-use bridle_runtime::gate::Gate;
 use serde_json::{Value, json};
 use time::format_description::well_known::Rfc3339;
 
@@ -105,8 +105,8 @@ pub async fn run(
 }
 
 impl Desk<'_> {
-    /// The gate over the store and the authenticated operator, or why they may not act.
-    async fn open(&self) -> anyhow::Result<Result<(Gate, Principal, OperatorAuth), Refusal>> {
+    /// The approval desk over the store and the authenticated operator, or why they may not act.
+    async fn open(&self) -> anyhow::Result<Result<(ApprovalDesk, Principal, OperatorAuth), Refusal>> {
         let config = Arc::new(super::config(self.config)?);
         let url = super::store_url(&config, self.db);
         let (principal, auth) = match (&self.who.acting_as, &self.who.token) {
@@ -143,8 +143,8 @@ impl Desk<'_> {
             }
         };
         let stores = super::stores(&config, Some(&url)).await?;
-        let gate = bridle_runtime::check::gate(config, stores).context("building the gate")?;
-        Ok(Ok((gate, principal, auth)))
+        let desk = bridle_runtime::check::engine(config, stores).context("building the gate")?.desk;
+        Ok(Ok((desk, principal, auth)))
     }
 
     /// Prints a refusal; exit 1.
@@ -165,7 +165,7 @@ fn is_shared(url: &str) -> bool {
 
 /// Lists the pending requests of the principal's tenant.
 pub async fn list(desk: &Desk<'_>) -> anyhow::Result<ExitCode> {
-    let (gate, principal, _) = match desk.open().await? {
+    let (approvals, principal, _) = match desk.open().await? {
         Ok(opened) => opened,
         Err(r) => return desk.refuse(&r),
     };
@@ -175,7 +175,7 @@ pub async fn list(desk: &Desk<'_>) -> anyhow::Result<ExitCode> {
         let message = format!("`{}` holds neither `{SCOPE_GRANT}` nor `{SCOPE_SIGN_OFF}`", principal.subject);
         return desk.refuse(&Refusal { code: "forbidden", message });
     }
-    let pending = gate.pending_approvals(&principal).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+    let pending = approvals.pending_approvals(&principal).await.map_err(|e| anyhow::anyhow!("{e}"))?;
     if desk.json {
         for r in &pending {
             out::line(&view(r).to_string())?;
@@ -204,22 +204,22 @@ pub async fn list(desk: &Desk<'_>) -> anyhow::Result<ExitCode> {
 
 /// Adds the principal's grant to request `id`.
 pub async fn approve(desk: &Desk<'_>, id: &str) -> anyhow::Result<ExitCode> {
-    let (gate, principal, auth) = match desk.open().await? {
+    let (approvals, principal, auth) = match desk.open().await? {
         Ok(opened) => opened,
         Err(r) => return desk.refuse(&r),
     };
-    let result = gate.grant_via(&principal, id, auth).await;
+    let result = approvals.grant_via(&principal, id, auth).await;
     report(desk, "approve", result)
 }
 
 /// Rejects pending request `id` with `reason`.
 pub async fn reject(desk: &Desk<'_>, id: &str, reason: &str) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(!reason.trim().is_empty(), "--reason must not be empty");
-    let (gate, principal, auth) = match desk.open().await? {
+    let (approvals, principal, auth) = match desk.open().await? {
         Ok(opened) => opened,
         Err(r) => return desk.refuse(&r),
     };
-    let result = gate.reject_via(&principal, id, reason, auth).await;
+    let result = approvals.reject_via(&principal, id, reason, auth).await;
     report(desk, "reject", result)
 }
 

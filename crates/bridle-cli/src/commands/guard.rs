@@ -146,8 +146,9 @@ fn exit(command: &str, refused: bool) -> ExitCode {
     }
 }
 
-fn detector() -> anyhow::Result<Detector> {
-    Detector::new().map_err(|e| anyhow::anyhow!("{e}"))
+/// The process's one compiled detector (the guard facade's).
+fn detector() -> anyhow::Result<&'static Detector> {
+    bridle_runtime::guard::detector().map_err(|e| anyhow::anyhow!("{e}"))
 }
 
 /// `bridle guard scan`: one JSON line per input, in order. A refused line is blocked whole
@@ -157,7 +158,7 @@ pub fn scan(file: Option<&Path>, jsonl: bool) -> anyhow::Result<ExitCode> {
     let limits = Limits::default();
     let refused = each_input(file, jsonl, &limits, |n, item| {
         let line = match item {
-            Item::Text { id, text } => match bridle_core::guard::scan_document(&detector, &limits, &text) {
+            Item::Text { id, text } => match bridle_core::guard::scan_document(detector, &limits, &text) {
                 Ok(d) => serde_json::json!({
                     "id": id,
                     "verdict": d.verdict.as_str(),
@@ -217,7 +218,7 @@ pub fn eval(files: &[PathBuf], json: bool) -> anyhow::Result<ExitCode> {
         samples.append(&mut s);
     }
     let masker = Masker::new().map_err(|e| anyhow::anyhow!("{e}"))?;
-    let report = eval::evaluate(&detector, &masker, &samples);
+    let report = eval::evaluate(detector, &masker, &samples);
     if json {
         out::line(&serde_json::to_string(&report)?)?;
     } else {

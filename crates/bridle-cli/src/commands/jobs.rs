@@ -10,8 +10,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use bridle_core::job::{Job, JobStatus};
-use bridle_core::ports::SystemClock;
-use bridle_runtime::gate::Gate;
+use bridle_runtime::Engine;
 use bridle_runtime::jobs::Settled;
 use serde_json::{Value, json};
 use time::format_description::well_known::Rfc3339;
@@ -91,8 +90,8 @@ pub async fn reconcile(config: Option<&Path>, db: Option<&str>, grace: &str, jso
     let config = Arc::new(super::config(config)?);
     let stores = super::stores(&config, db).await?;
     let adapter = bridle_runtime::adapter::from_config(&config).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let gate = Gate::new(config, stores, adapter, Arc::new(SystemClock));
-    let settled = gate.reconcile_with(grace).await.context("reconciling jobs")?;
+    let reconciler = Engine::builder(config, stores, adapter).build()?.reconciler;
+    let settled = reconciler.reconcile_with(grace).await.context("reconciling jobs")?;
     let count = |s: JobStatus| settled.iter().filter(|x| x.to == s).count();
     let summary = json!({
         "examined": settled.len(),

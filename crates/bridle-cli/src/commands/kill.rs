@@ -8,8 +8,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use bridle_core::kill::KillScope;
-use bridle_core::ports::SystemClock;
-use bridle_runtime::gate::Gate;
+use bridle_runtime::Engine;
 use bridle_runtime::kill::KillReport;
 use serde_json::json;
 
@@ -56,13 +55,11 @@ pub async fn run(g: &super::Global, args: &Args) -> anyhow::Result<ExitCode> {
         .await
         .with_context(|| format!("opening checkpoints `{checkpoints}`"))?;
     let adapter = Arc::new(bridle_runtime::adapter::MemoryAdapter::from_config(&config));
-    let gate = Gate::new(config, stores, adapter, Arc::new(SystemClock));
+    let kills = Engine::builder(config, stores, adapter).build()?.kills;
     let report = if args.lift {
-        bridle_runtime::kill::lift(&gate, &args.by, scope, &args.reason).await.context("lifting the kill switch")?
+        kills.lift(&args.by, scope, &args.reason).await.context("lifting the kill switch")?
     } else {
-        bridle_runtime::kill::set(&gate, Some(&checkpointer), None, &args.by, scope, &args.reason)
-            .await
-            .context("setting the kill switch")?
+        kills.set(Some(&checkpointer), None, &args.by, scope, &args.reason).await.context("setting the kill switch")?
     };
     print(&report, args.lift, g.json)?;
     Ok(ExitCode::SUCCESS)

@@ -33,8 +33,8 @@ pub async fn stdio(config: Option<&Path>, db: Option<&str>, token: Option<&str>)
     // Its chains' heads are signed once more before the process exits, even if the runtime is
     // still shared then.
     super::track(&runtime.stores);
-    // The guard's scanner is installed as `bridle serve` installs it (gate step 4).
-    let gate = bridle_server::guarded_gate(runtime.gate.clone())?;
+    // The runtime's gate scans `scan = true` arguments as `bridle serve`'s does (gate step 4).
+    let gate = runtime.engine.gate.clone();
     let console = std::env::var("BRIDLE_CONSOLE_URL")
         .ok()
         .filter(|v| !v.is_empty())

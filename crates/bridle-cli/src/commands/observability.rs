@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use bridle_core::config::Config;
-use bridle_runtime::gate::Gate;
+use bridle_runtime::notify::ApprovalNotifier;
 use bridle_runtime::notify::webhook::WebhookNotifier;
 use bridle_server::AppState;
 use bridle_server::observe::{install_recorder, spawn_upkeep};
@@ -102,17 +102,15 @@ fn install(json: bool, tracer: Option<opentelemetry_sdk::trace::Tracer>) {
     let _ = tracing_subscriber::registry().with(filter).with(fmt).with(otel).try_init();
 }
 
-/// `gate` with the `[webhooks]` notifier installed when one is configured; events link to
-/// `console_url` unless the configuration names its own. Fails when the secret is missing.
-pub fn with_webhook(gate: Gate, config: &Config, console_url: &str) -> anyhow::Result<Gate> {
+/// The `[webhooks]` notifier when one is configured (the engine builder installs it); events
+/// link to `console_url` unless the configuration names its own. Fails when the secret is
+/// missing.
+pub fn webhook(config: &Config, console_url: &str) -> anyhow::Result<Option<Arc<dyn ApprovalNotifier>>> {
     let notifier = WebhookNotifier::from_settings(&config.webhooks, Some(console_url)).context("[webhooks]")?;
-    Ok(match notifier {
-        Some(n) => {
-            tracing::info!(url = ?config.webhooks.approval_requested, "approval_requested webhook on");
-            gate.with_notifier(Arc::new(n))
-        }
-        None => gate,
-    })
+    Ok(notifier.map(|n| {
+        tracing::info!(url = ?config.webhooks.approval_requested, "approval_requested webhook on");
+        Arc::new(n) as Arc<dyn ApprovalNotifier>
+    }))
 }
 
 /// `state` serving `/metrics` from the process-wide Prometheus recorder.

@@ -7,8 +7,7 @@ use std::sync::Arc;
 
 use anyhow::bail;
 use bridle_core::history::{Outcome, OutcomeSource, Rating};
-use bridle_core::ports::SystemClock;
-use bridle_runtime::gate::Gate;
+use bridle_runtime::Engine;
 use serde_json::json;
 
 use super::out;
@@ -44,7 +43,7 @@ pub async fn run(g: &super::Global, args: &Args) -> anyhow::Result<ExitCode> {
     let config = Arc::new(super::config(g.config())?);
     let stores = super::stores(&config, g.db()).await?;
     let adapter = Arc::new(bridle_runtime::adapter::MemoryAdapter::from_config(&config));
-    let gate = Gate::new(config, stores, adapter, Arc::new(SystemClock));
+    let gate = Engine::builder(config, stores, adapter).gate()?;
     let rating = Rating {
         outcome: if args.failure { Outcome::Failure } else { Outcome::Success },
         source: OutcomeSource::Operator,

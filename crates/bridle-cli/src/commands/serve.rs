@@ -59,31 +59,36 @@ pub async fn run(
     let auth = AuthConfig::from_env().context("cannot verify tokens")?;
     let config = Arc::new(super::config(config)?);
     let telemetry = super::observability::init_telemetry(log_json, config.server.otlp_endpoint.as_deref())?;
+    let env_listen = std::env::var("BRIDLE_LISTEN").ok().filter(|v| !v.is_empty());
+    let addr = listen
+        .map(str::to_owned)
+        .or(env_listen)
+        .or(config.server.listen.clone())
+        .unwrap_or_else(|| DEFAULT_LISTEN.to_owned());
+    let listener = tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("cannot listen on `{addr}`"))?;
+    let local = listener.local_addr().context("reading the listen address")?;
+    let notifier = super::observability::webhook(&config, &format!("http://{local}/console"))?;
     let mut builder = RuntimeBuilder::new(config);
     if let Some(db) = db {
         builder = builder.store_url(db);
+    }
+    if let Some(notifier) = notifier {
+        builder = builder.notifier(notifier);
     }
     let runtime = Arc::new(builder.build().await.context("building the runtime")?);
     // Its chains' heads are signed once more before the process exits, even if the runtime is
     // still shared then.
     super::track(&runtime.stores);
-    let env_listen = std::env::var("BRIDLE_LISTEN").ok().filter(|v| !v.is_empty());
-    let addr = listen
-        .map(str::to_owned)
-        .or(env_listen)
-        .or(runtime.config.server.listen.clone())
-        .unwrap_or_else(|| DEFAULT_LISTEN.to_owned());
-    let listener = tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("cannot listen on `{addr}`"))?;
-    let local = listener.local_addr().context("reading the listen address")?;
-    let gate =
-        super::observability::with_webhook(runtime.gate.clone(), &runtime.config, &format!("http://{local}/console"))?;
     let secret = std::env::var(&runtime.config.webhooks.secret_env).ok().filter(|s| !s.is_empty());
     let loop_hooks =
         feedback_hooks::from_settings(&runtime.config.webhooks, secret.clone()).map_err(anyhow::Error::msg)?;
-    let mut state =
-        super::observability::with_metrics(AppState::new(gate, &auth, Limits::from_settings(&runtime.config.server))?)
-            .with_runs(Arc::new(Runs::new(runtime.clone(), bridle_apps::pipelines::registry())))
-            .with_loop_hooks(loop_hooks);
+    let mut state = super::observability::with_metrics(AppState::new(
+        runtime.engine.clone(),
+        &auth,
+        Limits::from_settings(&runtime.config.server),
+    )?)
+    .with_runs(Arc::new(Runs::new(runtime.clone(), bridle_apps::pipelines::registry())))
+    .with_loop_hooks(loop_hooks);
     let drift_watch = drift_watch(&runtime, secret)?;
     super::mcp::settings_for(&mut state.mcp, local);
     let mcp_stop = state.mcp.cancel.clone();

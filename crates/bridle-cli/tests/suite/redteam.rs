@@ -140,7 +140,7 @@ impl Rig {
                 .await
                 .unwrap();
             replicas.push(runtime.stores.clone());
-            let state = AppState::new(runtime.gate.clone(), &AuthConfig::hs256(SECRET), Limits::default()).unwrap();
+            let state = AppState::new(runtime.engine.clone(), &AuthConfig::hs256(SECRET), Limits::default()).unwrap();
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             bases.push(format!("http://{}", listener.local_addr().unwrap()));
             tokio::spawn(bridle_server::serve::serve(listener, router(state), std::future::pending()));

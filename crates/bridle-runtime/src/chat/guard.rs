@@ -7,11 +7,12 @@
 
 use bridle_core::Code;
 use bridle_core::config::GuardSettings;
+use bridle_core::guard::GuardError;
 use bridle_core::guard::mask::Masker;
 use bridle_core::guard::sanitize::{Channel, Sanitizer};
-use bridle_core::guard::{Detector, GuardError};
 
 use super::leak::Protected;
+use crate::guard::{Guard, Refusal};
 use crate::llm::{Message, Role};
 
 /// Why a text was stopped, safe to audit.
@@ -21,9 +22,9 @@ pub(super) struct Blocked {
     pub reason: String,
 }
 
-/// The detector, sanitizer and masker of one chat, built once.
+/// The guard, sanitizer and masker of one chat, built once.
 pub(super) struct ChatGuard {
-    detector: Detector,
+    guard: Guard,
     sanitizer: Sanitizer,
     masker: Masker,
 }
@@ -31,7 +32,7 @@ pub(super) struct ChatGuard {
 impl ChatGuard {
     pub(super) fn new(settings: &GuardSettings) -> Result<Self, GuardError> {
         Ok(Self {
-            detector: Detector::new()?,
+            guard: Guard::from_settings(settings)?,
             sanitizer: Sanitizer::new(settings.limits)?,
             masker: Masker::new()?.with_terms(&settings.sensitive_terms)?,
         })
@@ -68,10 +69,7 @@ impl ChatGuard {
     }
 
     fn scan(&self, at: &str, text: &str) -> Result<(), Blocked> {
-        let d = self.detector.detect(text);
-        if !d.blocked() {
-            return Ok(());
-        }
+        let Err(Refusal::Blocked(d)) = self.guard.detect(text) else { return Ok(()) };
         let spans: Vec<String> =
             d.spans.iter().map(|s| format!("{} at {}..{}", s.category.as_str(), s.start, s.end)).collect();
         Err(Blocked {

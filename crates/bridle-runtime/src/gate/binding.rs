@@ -127,7 +127,7 @@ pub(super) async fn bind(gate: &Gate, p: &Proposal<'_>, t: &mut Trace) -> Result
     // the others get the same id back.
     match ledger.create_request(&request, gate.stores.evidence(vec![event])).await? {
         Created::New => {
-            crate::approvals::announce(gate, &request);
+            crate::notify::announce(gate.notifier.as_ref(), &request);
             t.approval_id = Some(id.clone());
             Err(pending(missing, &id, level, "was created").into())
         }

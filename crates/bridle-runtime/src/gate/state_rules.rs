@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use bridle_core::contract::{ToolContract, read_field};
 use bridle_core::plan::Plan;
-use bridle_core::ports::AdapterCall;
+use bridle_core::ports::{Adapter, AdapterCall};
 use bridle_core::{Code, Rejection};
 use serde_json::{Map, Value, json};
 
@@ -28,7 +28,7 @@ pub(super) async fn check(
             .get(&delta.read_tool)
             .ok_or_else(|| unavailable(format!("read tool `{}` is not registered", delta.read_tool)))?;
         let started = Instant::now();
-        let read = read_state(gate, plan, reader, args).await;
+        let read = read_state(gate.adapter.as_ref(), plan, reader, args).await;
         t.adapter_us += elapsed_us(started);
         let state = match read {
             Ok(state) => state,
@@ -66,7 +66,7 @@ pub(crate) enum ReadFailure {
 /// the plan's tenant and run. The read call takes the change call's values for the read tool's
 /// own parameters.
 pub(crate) async fn read_state(
-    gate: &Gate,
+    adapter: &dyn Adapter,
     plan: &Plan,
     reader: &ToolContract,
     args: &Value,
@@ -91,7 +91,7 @@ pub(crate) async fn read_state(
         identity: reader.executor.clone(),
         job_id: None,
     };
-    match tokio::time::timeout(reader.timeout, gate.adapter.read(&call)).await {
+    match tokio::time::timeout(reader.timeout, adapter.read(&call)).await {
         Ok(Ok(state)) => Ok(state),
         Ok(Err(e)) => Err(ReadFailure::Adapter(e)),
         Err(_) => Err(ReadFailure::Timeout),

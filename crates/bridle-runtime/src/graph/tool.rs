@@ -34,8 +34,9 @@ pub async fn call_tool(
     if request.idempotency_key.is_none() && !request.dry_run {
         request.idempotency_key = Some(ctx.next_call_key());
     }
-    let outcome = gate
-        .call(principal, run, &request)
+    // On a task of its own (the door's): a run cancelled or past its deadline never cuts the
+    // call half-way; its key gives a resumed run the same answer.
+    let outcome = crate::intake::spawn_call(gate, principal.clone(), run.clone(), request)
         .await
         .map_err(|e| NodeError::transient(Code::StateUnavailable, format!("the gate could not decide: {e}")))?;
     let code = outcome.code();

@@ -232,7 +232,7 @@ async fn tool_call(
             return Err(failed(Code::NotFound, format!("approval `{id}` is not on the desk")));
         };
         match request.status {
-            ApprovalStatus::Pending if request.expires_at <= shared.gate.clock.now() => {
+            ApprovalStatus::Pending if request.expires_at <= shared.gate.now() => {
                 return Ok(json!({"status": "expired", "tool": tool.tool, "approval_id": id}));
             }
             ApprovalStatus::Pending => {}
@@ -296,7 +296,7 @@ async fn analyse(
         decision_id: format!("{}/{}", ctx.idempotency_key(), ai.agent),
         pipeline_run_id: ctx.thread_id().to_owned(),
         tenant: shared.principal.tenant.clone(),
-        created_at: shared.gate.clock.now(),
+        created_at: shared.gate.now(),
     });
     crate::agent::record_once(shared.gate.stores().decisions.as_ref(), &record)
         .await

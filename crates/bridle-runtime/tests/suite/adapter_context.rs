@@ -20,6 +20,7 @@ use bridle_runtime::Verdict;
 use bridle_runtime::adapter::HttpAdapter;
 use bridle_runtime::adapter::http::HttpTool;
 use bridle_runtime::clock::ManualClock;
+use bridle_runtime::engine::Engine;
 use bridle_runtime::gate::{CallRequest, Gate};
 use bridle_runtime::store::Stores;
 use serde_json::{Value, json};
@@ -150,7 +151,7 @@ async fn fixture() -> Fixture {
     let config = Arc::new(local_example(port, &secret));
     let adapter = bridle_runtime::adapter::from_config(&config).unwrap();
     let clock = Arc::new(ManualClock::new(T0 + TimeDuration::seconds(10)));
-    let gate = Gate::new(config.clone(), Stores::memory(), adapter, clock);
+    let gate = Engine::builder(config.clone(), Stores::memory(), adapter).clock(clock).gate().unwrap();
     Fixture { gate, config, orders, _dir: dir }
 }
 

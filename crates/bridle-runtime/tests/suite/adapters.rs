@@ -22,6 +22,7 @@ use bridle_core::ports::{Adapter, AdapterCall, AdapterError, Outcome};
 use bridle_runtime::Verdict;
 use bridle_runtime::adapter::CommandAdapter;
 use bridle_runtime::clock::ManualClock;
+use bridle_runtime::engine::Engine;
 use bridle_runtime::gate::{CallRequest, Gate};
 use bridle_runtime::store::Stores;
 use serde_json::{Value, json};
@@ -198,7 +199,7 @@ async fn fixture() -> Fixture {
         Arc::new(load(&shop_toml(port, &cred.display().to_string()), &files).unwrap_or_else(|e| panic!("{e}")));
     let adapter = bridle_runtime::adapter::from_config(&config).unwrap();
     let clock = Arc::new(ManualClock::new(T0 + TimeDuration::seconds(10)));
-    let gate = Gate::new(config.clone(), Stores::memory(), adapter.clone(), clock);
+    let gate = Engine::builder(config.clone(), Stores::memory(), adapter.clone()).clock(clock).gate().unwrap();
     Fixture { gate, adapter, config, shop, _dir: dir }
 }
 

@@ -35,10 +35,10 @@ async fn an_agent_retries_the_identical_call_after_a_human_approves() {
     // Asking again while pending points at the same request instead of piling up new ones.
     let again = h.gate.call(&me, &r, &call).await.unwrap();
     assert_eq!(again.approval_id.as_deref(), Some(id.as_str()));
-    let pending = h.gate.pending_approvals(&h.who("operator-2")).await.unwrap();
+    let pending = h.desk.pending_approvals(&h.who("operator-2")).await.unwrap();
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].plan.arguments, change(3));
-    h.gate.grant(&h.who("operator-2"), &id).await.unwrap();
+    h.desk.grant(&h.who("operator-2"), &id).await.unwrap();
     let done = h.gate.call(&me, &r, &call).await.unwrap();
     assert_eq!(done.code(), None);
     assert_eq!(done.approval_id.as_deref(), Some(id.as_str()));
@@ -63,12 +63,12 @@ async fn who_may_grant() {
     let h = H::checkout();
     let r = run();
     h.requested("a-1", "requester-1", "scale_replicas", &change(3), &r, ApprovalLevel::Approval).await;
-    assert_eq!(refused(h.gate.grant(&h.who("requester-1"), "a-1").await), Code::ApproverDenied, "no self-approval");
-    assert_eq!(refused(h.gate.grant(&h.who("viewer-4"), "a-1").await), Code::ApproverDenied, "needs approval:grant");
+    assert_eq!(refused(h.desk.grant(&h.who("requester-1"), "a-1").await), Code::ApproverDenied, "no self-approval");
+    assert_eq!(refused(h.desk.grant(&h.who("viewer-4"), "a-1").await), Code::ApproverDenied, "needs approval:grant");
     let mut foreign = h.who("operator-2");
     foreign.tenant = "tenant-b".into();
-    assert_eq!(refused(h.gate.grant(&foreign, "a-1").await), Code::NotFound, "another tenant cannot see it");
-    assert_eq!(refused(h.gate.reject(&foreign, "a-1", "mine").await), Code::NotFound);
+    assert_eq!(refused(h.desk.grant(&foreign, "a-1").await), Code::NotFound, "another tenant cannot see it");
+    assert_eq!(refused(h.desk.reject(&foreign, "a-1", "mine").await), Code::NotFound);
     // Both attempts are audited in the caller's chain, never in the owner's.
     let attempts: Vec<_> =
         h.events().await.into_iter().filter(|e| e.record.code.as_deref() == Some("not_found")).collect();
@@ -80,11 +80,11 @@ async fn who_may_grant() {
     );
     let mut no_service = h.who("operator-2");
     no_service.services.clear();
-    assert_eq!(refused(h.gate.grant(&no_service, "a-1").await), Code::ApproverDenied, "needs the service");
+    assert_eq!(refused(h.desk.grant(&no_service, "a-1").await), Code::ApproverDenied, "needs the service");
     let denied: Vec<_> =
         h.events().await.into_iter().filter(|e| e.record.code.as_deref() == Some("approver_denied")).collect();
     assert_eq!(denied.len(), 3, "refused grants are audited");
-    let granted = h.gate.grant(&h.who("operator-2"), "a-1").await.unwrap();
+    let granted = h.desk.grant(&h.who("operator-2"), "a-1").await.unwrap();
     assert_eq!(granted.status, ApprovalStatus::Granted);
 }
 
@@ -93,12 +93,12 @@ async fn sign_off_needs_two_distinct_approvers_one_with_sign_off() {
     let h = H::checkout();
     let (me, r) = (h.who("requester-1"), run());
     h.requested("s-1", "requester-1", "scale_replicas", &change(3), &r, ApprovalLevel::SignOff).await;
-    let one = h.gate.grant(&h.who("operator-2"), "s-1").await.unwrap();
+    let one = h.desk.grant(&h.who("operator-2"), "s-1").await.unwrap();
     assert_eq!(one.status, ApprovalStatus::Pending);
-    assert_eq!(refused(h.gate.grant(&h.who("operator-2"), "s-1").await), Code::ApproverDenied, "same approver twice");
+    assert_eq!(refused(h.desk.grant(&h.who("operator-2"), "s-1").await), Code::ApproverDenied, "same approver twice");
     let call = CallRequest::new("scale_replicas", change(3)).with_approval("s-1");
     assert_eq!(h.gate.call(&me, &r, &call).await.unwrap().code(), Some(Code::ApprovalRequired));
-    let two = h.gate.grant(&h.who("lead-3"), "s-1").await.unwrap();
+    let two = h.desk.grant(&h.who("lead-3"), "s-1").await.unwrap();
     assert_eq!(two.status, ApprovalStatus::Granted);
     let out = h.gate.call(&me, &r, &call).await.unwrap();
     assert_eq!(out.code(), None);
@@ -111,7 +111,7 @@ async fn a_rejected_request_is_audited_with_its_reason_and_never_executes() {
     let h = H::checkout();
     let (me, r) = (h.who("requester-1"), run());
     h.requested("a-1", "requester-1", "scale_replicas", &change(3), &r, ApprovalLevel::Approval).await;
-    h.gate.reject(&h.who("operator-2"), "a-1", "peak traffic; wait for the freeze to end").await.unwrap();
+    h.desk.reject(&h.who("operator-2"), "a-1", "peak traffic; wait for the freeze to end").await.unwrap();
     let out = h.gate.call(&me, &r, &CallRequest::new("scale_replicas", change(3)).with_approval("a-1")).await.unwrap();
     assert_eq!(out.code(), Some(Code::ApprovalRequired));
     let e = h.events().await.into_iter().find(|e| e.record.kind == EventKind::ApprovalRejected).unwrap();
@@ -170,14 +170,14 @@ async fn exercise_3_a_lost_response_leaves_the_job_unknown_until_reconciled() {
     let job_id = out.job_id.clone().unwrap();
     let jobs = &h.gate.stores().jobs;
     assert_eq!(jobs.get_job(&job_id).await.unwrap().unwrap().status, JobStatus::Unknown);
-    let settled = h.gate.reconcile().await.unwrap();
+    let settled = h.reconciler.reconcile().await.unwrap();
     assert_eq!(settled.len(), 1);
     assert_eq!((settled[0].from, settled[0].to), (JobStatus::Unknown, JobStatus::Succeeded));
     let job = jobs.get_job(&job_id).await.unwrap().unwrap();
     assert_eq!(job.status, JobStatus::Succeeded);
     assert_eq!(job.outcome.unwrap()["result"]["replicas"], 3);
     assert_eq!(h.adapter.changes_applied(), 1, "reconciling never re-executes");
-    assert!(h.gate.reconcile().await.unwrap().is_empty());
+    assert!(h.reconciler.reconcile().await.unwrap().is_empty());
     // The dispatch was audited before the side effect, the settlement after it, both by job id.
     let job_events: Vec<_> = h
         .events()
@@ -205,12 +205,12 @@ async fn a_job_abandoned_by_a_dead_process_is_reconciled_after_its_grace() {
     assert!(
         jobs.transition(&job_id, JobStatus::Succeeded, JobStatus::Dispatched, None, now, Vec::new()).await.unwrap()
     );
-    assert!(h.gate.reconcile().await.unwrap().is_empty(), "within its tool's timeout + grace: in flight");
+    assert!(h.reconciler.reconcile().await.unwrap().is_empty(), "within its tool's timeout + grace: in flight");
     // scale_replicas times out after 5 s; the default grace is 60 s.
     h.clock.set(now + time::Duration::seconds(64));
-    assert!(h.gate.reconcile().await.unwrap().is_empty(), "still within");
+    assert!(h.reconciler.reconcile().await.unwrap().is_empty(), "still within");
     h.clock.set(now + time::Duration::seconds(66));
-    let settled = h.gate.reconcile().await.unwrap();
+    let settled = h.reconciler.reconcile().await.unwrap();
     assert_eq!((settled.len(), settled[0].from, settled[0].to), (1, JobStatus::Dispatched, JobStatus::Succeeded));
     assert_eq!(h.adapter.changes_applied(), 1, "asked, never re-executed");
 }
@@ -235,7 +235,7 @@ async fn dry_run_decides_without_consuming_creating_or_executing() {
     let mut call = CallRequest::new("scale_replicas", change(3));
     call.dry_run = true;
     assert_eq!(h.gate.call(&me, &r, &call).await.unwrap().code(), Some(Code::ApprovalRequired));
-    assert!(h.gate.pending_approvals(&me).await.unwrap().is_empty(), "a dry run creates no request");
+    assert!(h.desk.pending_approvals(&me).await.unwrap().is_empty(), "a dry run creates no request");
     h.approved("a-1", &change(3), &r).await;
     let out = h.gate.call(&me, &r, &call).await.unwrap();
     assert_eq!(out.code(), None);
@@ -254,7 +254,7 @@ async fn an_approval_reads_the_current_state_with_the_read_tools_identity() {
     let h = H::checkout();
     h.requested("a-diff", "requester-1", "scale_replicas", &change(3), &run(), ApprovalLevel::Approval).await;
     let request = h.gate.stores().approvals.get_request("tenant-a", "a-diff").await.unwrap().unwrap();
-    let current = h.gate.current_state(&request).await.unwrap().unwrap();
+    let current = h.desk.current_state(&request).await.unwrap().unwrap();
     assert_eq!(current["replicas"], 2, "{current}");
     let diff = bridle_core::approval::diff(&request.plan.arguments, &current);
     let fields: Vec<_> = diff.iter().map(|c| (c.field.as_str(), c.current.clone(), c.proposed.clone())).collect();
@@ -264,7 +264,7 @@ async fn an_approval_reads_the_current_state_with_the_read_tools_identity() {
     let args = json!({"service": "checkout"});
     h.requested("a-read", "requester-1", "get_service_snapshot", &args, &run(), ApprovalLevel::Approval).await;
     let read = h.gate.stores().approvals.get_request("tenant-a", "a-read").await.unwrap().unwrap();
-    assert_eq!(h.gate.current_state(&read).await, Ok(None));
+    assert_eq!(h.desk.current_state(&read).await, Ok(None));
 }
 
 #[tokio::test]
@@ -281,7 +281,7 @@ async fn an_unreadable_state_is_a_reason_not_an_error() {
         level: ApprovalLevel::Approval,
         expires_at: expires,
     };
-    let request = h.gate.request_approval(&me, &run(), &draft).await.unwrap();
-    let reason = h.gate.current_state(&request).await.unwrap_err().to_string();
+    let request = h.desk.request_approval(&me, &run(), &draft).await.unwrap();
+    let reason = h.desk.current_state(&request).await.unwrap_err().to_string();
     assert!(reason.contains("cannot read the current state"), "{reason}");
 }

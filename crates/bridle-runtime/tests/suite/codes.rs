@@ -124,7 +124,7 @@ impl ArgumentScanner for Canary {
 #[tokio::test]
 async fn scanned_params_go_through_the_guard_before_policy() {
     let mut h = H::fab();
-    h.gate = h.gate.clone().with_scanner(Arc::new(Canary));
+    h.rebuild(|b| b.scanner(Arc::new(Canary)));
     let mut outsider = h.who("engineer");
     outsider.scopes.clear();
     let req = CallRequest::new(
@@ -159,7 +159,7 @@ async fn a_tainted_read_waits_for_approval_then_runs_through_the_read_identity()
     req.signals.tainted = true;
     let first = h.gate.call(&me, &r, &req).await.unwrap();
     assert_eq!(first.code(), Some(Code::ApprovalRequired));
-    h.gate.grant(&h.who("operator-2"), first.approval_id.as_deref().unwrap()).await.unwrap();
+    h.desk.grant(&h.who("operator-2"), first.approval_id.as_deref().unwrap()).await.unwrap();
     let out = h.gate.call(&me, &r, &req).await.unwrap();
     assert_eq!(out.code(), None);
     assert_eq!(out.result().unwrap()["replicas"], 2);

@@ -107,11 +107,11 @@ fn who(rt: &Runtime, name: &str) -> Principal {
 async fn kill_holds_across_replicas(a: Runtime, b: Runtime) {
     let requester = who(&a, "requester-1");
     let r = RunContext::new("run-kill", "inc-9");
-    assert!(matches!(b.gate.call(&requester, &r, &snapshot()).await.unwrap().verdict, Verdict::Ok { .. }));
+    assert!(matches!(b.engine.gate.call(&requester, &r, &snapshot()).await.unwrap().verdict, Verdict::Ok { .. }));
     // Unfinished work: a pending approval, and a run of `a` in flight.
     let change =
         CallRequest::new("scale_replicas", json!({"service": "checkout", "replicas": 3, "resource_version": 7}));
-    assert_eq!(b.gate.call(&requester, &r, &change).await.unwrap().code(), Some(Code::ApprovalRequired));
+    assert_eq!(b.engine.gate.call(&requester, &r, &change).await.unwrap().code(), Some(Code::ApprovalRequired));
     let config = a.run_config_for("tenant-a/run-live", &["incident-responder"]);
     let other = a.run_config_for("tenant-b/run-live", &[]);
 
@@ -122,24 +122,24 @@ async fn kill_holds_across_replicas(a: Runtime, b: Runtime) {
     assert_eq!(config.cancel.state(), CancelState::CancelRequested);
     assert_eq!(other.cancel.state(), CancelState::Running);
 
-    let killed = b.gate.call(&requester, &r, &snapshot()).await.unwrap();
+    let killed = b.engine.gate.call(&requester, &r, &snapshot()).await.unwrap();
     let rej = rejection(&killed);
     assert_eq!(rej.code, Code::Killed);
     assert!(rej.message.contains("bad deploy"), "{}", rej.message);
     // Another tenant is not covered.
     let viewer_b = Principal::new("viewer-b", "tenant-b", &["checkout"], &["service:read"]);
-    assert_ne!(b.gate.call(&viewer_b, &r, &snapshot()).await.unwrap().code(), Some(Code::Killed));
+    assert_ne!(b.engine.gate.call(&viewer_b, &r, &snapshot()).await.unwrap().code(), Some(Code::Killed));
 
     // An agent switch covers only that agent's calls.
     b.lift_kill("ops-lead", KillScope::tenant("tenant-a"), "fixed").await.unwrap();
     a.kill("ops-lead", KillScope::agent("incident-responder"), "prompt regression").await.unwrap();
-    let as_agent = b.gate.call(&requester, &r, &snapshot().for_agent("incident-responder")).await.unwrap();
+    let as_agent = b.engine.gate.call(&requester, &r, &snapshot().for_agent("incident-responder")).await.unwrap();
     assert_eq!(as_agent.code(), Some(Code::Killed));
-    assert!(matches!(b.gate.call(&requester, &r, &snapshot()).await.unwrap().verdict, Verdict::Ok { .. }));
+    assert!(matches!(b.engine.gate.call(&requester, &r, &snapshot()).await.unwrap().verdict, Verdict::Ok { .. }));
     let lifted = b.lift_kill("ops-lead", KillScope::agent("incident-responder"), "rolled back").await.unwrap();
     assert!(lifted.changed);
     assert!(!b.lift_kill("ops-lead", KillScope::agent("incident-responder"), "again").await.unwrap().changed);
-    let again = a.gate.call(&requester, &r, &snapshot().for_agent("incident-responder")).await.unwrap();
+    let again = a.engine.gate.call(&requester, &r, &snapshot().for_agent("incident-responder")).await.unwrap();
     assert!(matches!(again.verdict, Verdict::Ok { .. }), "{again:?}");
 
     a.shutdown().await;
@@ -194,7 +194,7 @@ async fn a_bounded_kill_cache_is_refreshed_by_this_process_at_once() {
     let h = H::new(config, bridle_runtime::store::Stores::memory());
     let requester = h.who("requester-1");
     assert!(h.gate.call(&requester, &run(), &snapshot()).await.unwrap().code().is_none());
-    bridle_runtime::kill::set(&h.gate, None, None, "ops", KillScope::all(), "drill").await.unwrap();
+    h.kills.set(None, None, "ops", KillScope::all(), "drill").await.unwrap();
     assert_eq!(h.gate.call(&requester, &run(), &snapshot()).await.unwrap().code(), Some(Code::Killed));
     let bad = bridle_runtime::bundled::CHECKOUT_TOML.to_owned() + "\n[kill_switch]\ncache_ms = 1001\n";
     let err = bridle_core::config::load(&bad, &|p: &str| {

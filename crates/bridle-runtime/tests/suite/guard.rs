@@ -3,15 +3,17 @@
 use std::sync::Arc;
 
 use bridle_core::Code;
-use bridle_core::guard::scanner::{BLOCKED_KO, GuardScanner};
+use bridle_core::guard::sanitize::Limits;
+use bridle_core::guard::scanner::BLOCKED_KO;
 use bridle_runtime::gate::CallRequest;
+use bridle_runtime::guard::Guard;
 use serde_json::json;
 
 use super::support::{H, rejection, run};
 
 fn guarded() -> H {
     let mut h = H::fab();
-    h.gate = h.gate.clone().with_scanner(Arc::new(GuardScanner::builtin().unwrap()));
+    h.rebuild(|b| b.scanner(Arc::new(Guard::with_limits(Limits::default()).unwrap())));
     h
 }
 

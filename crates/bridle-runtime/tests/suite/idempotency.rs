@@ -65,7 +65,7 @@ async fn while_the_outcome_is_unknown_a_retry_gets_outcome_unknown() {
     assert_eq!(retry.code(), Some(Code::OutcomeUnknown));
     assert!(!retry.idempotent_replay);
     assert_eq!(h.adapter.changes_applied(), 1, "never re-executed while unknown");
-    h.gate.reconcile().await.unwrap();
+    h.reconciler.reconcile().await.unwrap();
     let settled = h.gate.call(&me, &r, &call).await.unwrap();
     assert!(settled.idempotent_replay);
     assert_eq!(settled.result().unwrap()["replicas"], 3);

@@ -12,7 +12,8 @@ use bridle_core::Code;
 use bridle_core::config::{Config, ToolRoute, load};
 use bridle_runtime::Verdict;
 use bridle_runtime::clock::ManualClock;
-use bridle_runtime::gate::{CallRequest, Gate};
+use bridle_runtime::engine::Engine;
+use bridle_runtime::gate::CallRequest;
 use bridle_runtime::store::Stores;
 use serde_json::{Value, json};
 use time::Duration as TimeDuration;
@@ -186,7 +187,7 @@ async fn gateway_calls_are_gated_and_upstream_errors_fail() {
     let c = config();
     let adapter = bridle_runtime::adapter::from_config(&c).unwrap();
     let clock = Arc::new(ManualClock::new(T0 + TimeDuration::seconds(10)));
-    let gate = Gate::new(c.clone(), Stores::memory(), adapter, clock);
+    let gate = Engine::builder(c.clone(), Stores::memory(), adapter).clock(clock).gate().unwrap();
     let clerk = c.principals["clerk"].clone();
     let call = |tool: &str, args: Value| {
         let (gate, clerk) = (gate.clone(), clerk.clone());
@@ -251,7 +252,7 @@ async fn http_upstream_change_runs_once_after_approval_with_bridles_own_credenti
     let c = http_config(&upstream.url, Some(&secret));
     let adapter = bridle_runtime::adapter::from_config(&c).unwrap();
     let clock = Arc::new(ManualClock::new(T0 + TimeDuration::seconds(10)));
-    let gate = Gate::new(c.clone(), Stores::memory(), adapter, clock);
+    let Engine { gate, desk, .. } = Engine::builder(c.clone(), Stores::memory(), adapter).clock(clock).build().unwrap();
     let clerk = c.principals["clerk"].clone();
     let run = run();
     let restock = CallRequest::new("restock", json!({"item": "widget", "qty": 9}));
@@ -267,9 +268,9 @@ async fn http_upstream_change_runs_once_after_approval_with_bridles_own_credenti
     let id = first.approval_id.clone().expect("an approval id");
     assert_eq!(upstream.restocks(), 0);
     // The requester cannot approve their own plan.
-    assert!(gate.grant(&clerk, &id).await.is_err());
+    assert!(desk.grant(&clerk, &id).await.is_err());
     assert_eq!(upstream.restocks(), 0);
-    gate.grant(&c.principals["manager"], &id).await.unwrap();
+    desk.grant(&c.principals["manager"], &id).await.unwrap();
 
     // The identical call runs, once.
     let done = gate.call(&clerk, &run, &restock).await.unwrap();
@@ -297,7 +298,7 @@ async fn http_upstream_without_a_credential_gets_no_authorization() {
     let c = http_config(&upstream.url, None);
     let adapter = bridle_runtime::adapter::from_config(&c).unwrap();
     let clock = Arc::new(ManualClock::new(T0 + TimeDuration::seconds(10)));
-    let gate = Gate::new(c.clone(), Stores::memory(), adapter, clock);
+    let gate = Engine::builder(c.clone(), Stores::memory(), adapter).clock(clock).gate().unwrap();
     let read = gate.call(&c.principals["clerk"], &run(), &CallRequest::new("lookup", json!({"item": "widget"}))).await;
     assert!(matches!(read.unwrap().verdict, Verdict::Ok { .. }));
     assert_eq!(upstream.authorizations(), [String::new()]);

@@ -8,9 +8,12 @@ use bridle_core::config::{Config, load};
 use bridle_core::contract::ApprovalLevel;
 use bridle_core::{Principal, RunContext};
 use bridle_runtime::adapter::MemoryAdapter;
-use bridle_runtime::approvals::ApprovalDraft;
+use bridle_runtime::approvals::{ApprovalDesk, ApprovalDraft};
 use bridle_runtime::clock::ManualClock;
+use bridle_runtime::engine::{Engine, EngineBuilder};
 use bridle_runtime::gate::Gate;
+use bridle_runtime::jobs::Reconciler;
+use bridle_runtime::kill::KillService;
 use bridle_runtime::store::Stores;
 use serde_json::Value;
 use time::{Duration, OffsetDateTime, macros::datetime};
@@ -19,6 +22,9 @@ pub const T0: OffsetDateTime = datetime!(2026-01-01 00:00 UTC);
 
 pub struct H {
     pub gate: Gate,
+    pub desk: ApprovalDesk,
+    pub reconciler: Reconciler,
+    pub kills: KillService,
     pub clock: Arc<ManualClock>,
     pub adapter: Arc<MemoryAdapter>,
     pub config: Arc<Config>,
@@ -29,8 +35,18 @@ impl H {
         let config = Arc::new(config);
         let clock = Arc::new(ManualClock::new(T0 + Duration::seconds(10)));
         let adapter = Arc::new(MemoryAdapter::from_config(&config));
-        let gate = Gate::new(config.clone(), stores, adapter.clone(), clock.clone());
-        H { gate, clock, adapter, config }
+        let Engine { gate, desk, reconciler, kills } =
+            Engine::builder(config.clone(), stores, adapter.clone()).clock(clock.clone()).build().unwrap();
+        H { gate, desk, reconciler, kills, clock, adapter, config }
+    }
+
+    /// The engine over the same stores, adapter and clock, built with `f`'s additions (a
+    /// notifier, a probe scanner).
+    pub fn rebuild(&mut self, f: impl FnOnce(EngineBuilder) -> EngineBuilder) {
+        let builder = Engine::builder(self.config.clone(), self.gate.stores().clone(), self.adapter.clone())
+            .clock(self.clock.clone());
+        let Engine { gate, desk, reconciler, kills } = f(builder).build().unwrap();
+        (self.gate, self.desk, self.reconciler, self.kills) = (gate, desk, reconciler, kills);
     }
 
     pub fn checkout() -> H {
@@ -53,7 +69,7 @@ impl H {
     /// Requests and grants (by operator-2) an approval of `scale_replicas(args)` for requester-1.
     pub async fn approved(&self, id: &str, args: &Value, run: &RunContext) -> String {
         self.requested(id, "requester-1", "scale_replicas", args, run, ApprovalLevel::Approval).await;
-        self.gate.grant(&self.who("operator-2"), id).await.unwrap();
+        self.desk.grant(&self.who("operator-2"), id).await.unwrap();
         id.to_owned()
     }
 
@@ -68,7 +84,7 @@ impl H {
     ) {
         let expires = self.clock_now() + Duration::minutes(10);
         let draft = ApprovalDraft { id, tool, arguments: args, level, expires_at: expires };
-        self.gate.request_approval(&self.who(requester), run, &draft).await.unwrap();
+        self.desk.request_approval(&self.who(requester), run, &draft).await.unwrap();
     }
 
     pub fn clock_now(&self) -> OffsetDateTime {

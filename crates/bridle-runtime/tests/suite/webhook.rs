@@ -81,7 +81,7 @@ fn verify(headers: &HeaderMap, body: &[u8]) -> bool {
 async fn a_new_pending_request_is_announced_signed() {
     let (r, url) = receiver(0).await;
     let mut h = H::checkout();
-    h.gate = h.gate.clone().with_notifier(notifier(&url, 0));
+    h.rebuild(|b| b.notifier(notifier(&url, 0)));
     let me = h.who("requester-1");
     let out = h.gate.call(&me, &run(), &CallRequest::new("scale_replicas", change())).await.unwrap();
     assert_eq!(out.code(), Some(Code::ApprovalRequired));
@@ -126,7 +126,7 @@ async fn a_new_pending_request_is_announced_signed() {
 async fn failed_deliveries_are_retried_with_the_same_delivery_id() {
     let (r, url) = receiver(2).await;
     let mut h = H::checkout();
-    h.gate = h.gate.clone().with_notifier(notifier(&url, 3));
+    h.rebuild(|b| b.notifier(notifier(&url, 3)));
     let out = h.gate.call(&h.who("requester-1"), &run(), &CallRequest::new("scale_replicas", change())).await.unwrap();
     assert_eq!(out.code(), Some(Code::ApprovalRequired));
     let seen = wait_for(&r, 3).await;
@@ -143,20 +143,20 @@ async fn a_dead_receiver_never_blocks_or_fails_the_gate() {
     // Bind and drop: nothing listens on this port.
     let port = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap().local_addr().unwrap().port();
     let mut h = H::checkout();
-    h.gate = h.gate.clone().with_notifier(notifier(&format!("http://127.0.0.1:{port}/hook"), 5));
+    h.rebuild(|b| b.notifier(notifier(&format!("http://127.0.0.1:{port}/hook"), 5)));
     let started = std::time::Instant::now();
     let out = h.gate.call(&h.who("requester-1"), &run(), &CallRequest::new("scale_replicas", change())).await.unwrap();
     assert_eq!(out.code(), Some(Code::ApprovalRequired));
     assert!(started.elapsed() < Duration::from_secs(1));
     // The request was stored regardless.
-    assert_eq!(h.gate.pending_approvals(&h.who("operator-2")).await.unwrap().len(), 1);
+    assert_eq!(h.desk.pending_approvals(&h.who("operator-2")).await.unwrap().len(), 1);
 }
 
 #[tokio::test]
 async fn a_prepared_request_is_announced_too() {
     let (r, url) = receiver(0).await;
     let mut h = H::checkout();
-    h.gate = h.gate.clone().with_notifier(notifier(&url, 0));
+    h.rebuild(|b| b.notifier(notifier(&url, 0)));
     h.requested(
         "ap-prepared",
         "requester-1",

@@ -67,7 +67,7 @@ fn answer(request: &ApprovalRequest) -> Result<Json<Value>, ApiError> {
 )]
 pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
     require_approver(&caller)?;
-    let pending = state.gate.pending_approvals(&caller.0).await?;
+    let pending = state.desk.pending_approvals(&caller.0).await?;
     Ok(Json(json!({"approvals": with_risk(&state, &pending)?})))
 }
 
@@ -110,7 +110,7 @@ pub async fn show(
     require_approver(&caller)?;
     let request = load(&state, &caller, &id).await?;
     let approval = shown(&state, &request)?;
-    let (current, diff, diff_error) = match state.gate.current_state(&request).await {
+    let (current, diff, diff_error) = match state.desk.current_state(&request).await {
         Ok(None) => (Value::Null, Vec::new(), None),
         Ok(Some(current)) => {
             let diff = approval::diff(&request.plan.arguments, &current);
@@ -146,7 +146,7 @@ pub async fn approve(
     require_approver(&caller)?;
     known_id(&id)?;
     // The desk answers an id outside the caller's tenant with `not_found` and audits the attempt.
-    answer(&state.gate.grant_via(&caller.0, &id, OperatorAuth::Token).await?)
+    answer(&state.desk.grant_via(&caller.0, &id, OperatorAuth::Token).await?)
 }
 
 /// Rejects a pending request with a reason.
@@ -175,7 +175,7 @@ pub async fn reject(
         return Err(ApiError::bad_request("a rejection needs a `reason`"));
     }
     bridle_core::bounds::check_reason("reason", &body.reason).map_err(|e| ApiError::bad_request(e.to_string()))?;
-    answer(&state.gate.reject_via(&caller.0, &id, &body.reason, OperatorAuth::Token).await?)
+    answer(&state.desk.reject_via(&caller.0, &id, &body.reason, OperatorAuth::Token).await?)
 }
 
 /// How often the events stream looks at the pending list.
@@ -216,7 +216,7 @@ pub async fn events(
     use axum::response::sse::{Event, KeepAlive, Sse};
     require_approver(&caller)?;
     // The first read answers here, so a store failure is an HTTP error rather than a stream.
-    let first = state.gate.pending_approvals(&caller.0).await?;
+    let first = state.desk.pending_approvals(&caller.0).await?;
     let seed = (state, caller.0, Some(first), String::new(), false);
     let stream = futures_util::stream::unfold(seed, |(state, principal, mut ready, mut last, done)| async move {
         if done {
@@ -232,7 +232,7 @@ pub async fn events(
                         () = tokio::time::sleep(EVENTS_POLL) => {}
                         () = stop.cancelled() => return None,
                     }
-                    match state.gate.pending_approvals(&principal).await {
+                    match state.desk.pending_approvals(&principal).await {
                         Ok(p) => p,
                         Err(e) => {
                             let e = ApiError::from(e);

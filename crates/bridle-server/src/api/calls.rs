@@ -1,16 +1,15 @@
-//! `POST /v1/calls`: a structured tool call, or a model's raw answer read by the intake parser
-//! (gate step 1), run through the gate as the caller. A rejection is a 200 carrying the verdict:
-//! a verdict is an answer, not an HTTP error.
+//! `POST /v1/calls`: a structured tool call, or a model's raw answer, through the door
+//! (`bridle_runtime::intake`, gate step 1) as the caller, rendered in the API's shape. A
+//! rejection is a 200 carrying the verdict: a verdict is an answer, not an HTTP error.
 
 use axum::Json;
 use axum::extract::State;
-use bridle_core::answer::parse_answer;
+use bridle_core::RunContext;
 use bridle_core::bounds::{self, BoundError};
-use bridle_core::{Principal, RunContext};
-use bridle_runtime::gate::{CallOutcome, CallRequest, Gate};
+use bridle_runtime::gate::CallRequest;
+use bridle_runtime::intake::{Intake, Parse, intake};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tracing::Instrument;
 use utoipa::ToSchema;
 
 use super::Caller;
@@ -89,45 +88,35 @@ pub async fn call(
         agent: body.agent.clone(),
         ..CallRequest::default()
     };
-    match (body.tool, body.answer) {
+    let arguments;
+    let input = match (&body.tool, &body.answer) {
         (Some(tool), None) => {
-            let request = CallRequest { tool, arguments: Value::Object(body.arguments.unwrap_or_default()), ..base };
-            let outcome = run_gate(&state.gate, caller, run, vec![request]).await?.pop().ok_or(NoOutcome)?;
-            Ok(Json(serde_json::to_value(outcome)?))
+            arguments = Value::Object(body.arguments.clone().unwrap_or_default());
+            Intake::Call { tool, arguments: &arguments }
         }
         (None, Some(answer)) => {
             if body.arguments.is_some() {
                 return Err(ApiError::bad_request("`arguments` goes with `tool`, not with `answer`"));
             }
-            let parsed = match parse_answer(&answer, &state.gate.config().intake) {
-                Ok(p) => p,
-                Err(r) => {
-                    return Ok(Json(json!({
-                        "parse": {"status": "rejected", "code": r.code, "message": r.message},
-                        "calls": [],
-                    })));
-                }
-            };
-            let several = parsed.calls.len() > 1;
-            let requests = parsed
-                .calls
-                .into_iter()
-                .enumerate()
-                .map(|(n, call)| CallRequest {
-                    tool: call.tool,
-                    arguments: call.arguments,
-                    idempotency_key: match &base.idempotency_key {
-                        Some(key) if several => Some(format!("{key}/{}", n + 1)),
-                        other => other.clone(),
-                    },
-                    ..base.clone()
-                })
-                .collect();
-            let outcomes = run_gate(&state.gate, caller, run, requests).await?;
-            Ok(Json(json!({"parse": {"status": "ok", "format": parsed.format}, "calls": outcomes})))
+            Intake::Answer { text: answer, limits: &state.gate.config().intake }
         }
-        _ => Err(ApiError::bad_request("give exactly one of `tool` and `answer`")),
-    }
+        _ => return Err(ApiError::bad_request("give exactly one of `tool` and `answer`")),
+    };
+    let intook = intake(&state.gate, &caller, &run, input, &base).await?;
+    let mut outcomes = intook.calls.into_iter().map(|c| c.outcome);
+    let answer = match intook.parse {
+        Parse::Structured => {
+            let outcome = outcomes.next_back().ok_or(NoOutcome)?;
+            serde_json::to_value(outcome)?
+        }
+        Parse::Read(format) => {
+            json!({"parse": {"status": "ok", "format": format}, "calls": outcomes.collect::<Vec<_>>()})
+        }
+        Parse::Rejected(r) => {
+            json!({"parse": {"status": "rejected", "code": r.code, "message": r.message}, "calls": []})
+        }
+    };
+    Ok(Json(answer))
 }
 
 /// The bounds of `bridle_core::bounds` on the body, before anything is stored: ids (run id,
@@ -149,27 +138,4 @@ fn check_bounds(body: &CallBody) -> Result<(), BoundError> {
         bounds::check_object("arguments", arguments)?;
     }
     Ok(())
-}
-
-/// The calls on a task of their own, so a request timeout never cuts a gate call half-way: the
-/// call finishes and is audited, and a retry with the same idempotency key gets its result.
-async fn run_gate(
-    gate: &Gate,
-    caller: Principal,
-    run: RunContext,
-    requests: Vec<CallRequest>,
-) -> Result<Vec<CallOutcome>, ApiError> {
-    let gate = gate.clone();
-    let task = tokio::spawn(
-        async move {
-            let mut outcomes = Vec::with_capacity(requests.len());
-            for request in &requests {
-                outcomes.push(gate.call(&caller, &run, request).await?);
-            }
-            Ok::<_, bridle_runtime::GateError>(outcomes)
-        }
-        // The gate's `gate_call` span (with its call id) nests in this request's span.
-        .in_current_span(),
-    );
-    Ok(task.await??)
 }

@@ -60,14 +60,17 @@ pub async fn scan(
         Some(ScanChannel::Chat) => Channel::Chat,
         Some(ScanChannel::Workflow) => Channel::Workflow,
     };
-    if let Err(r) = state.gate.config().guard.limits.check(channel, &body.text) {
-        return Ok(Json(json!({
-            "verdict": "block", "code": r.code, "message": r.message,
-            "score": 1.0, "categories": [], "spans": [],
-        })));
-    }
-    let detector = state.detector.clone();
-    let d = tokio::task::spawn_blocking(move || detector.detect(&body.text)).await?;
+    let guard = state.guard;
+    let scanned = tokio::task::spawn_blocking(move || guard.detection(channel, &body.text)).await?;
+    let d = match scanned {
+        Ok(d) => d,
+        Err(r) => {
+            return Ok(Json(json!({
+                "verdict": "block", "code": r.code, "message": r.message,
+                "score": 1.0, "categories": [], "spans": [],
+            })));
+        }
+    };
     let code = d.blocked().then_some(Code::InjectionDetected);
     Ok(Json(json!({
         "verdict": d.verdict, "code": code, "score": d.score, "categories": d.categories, "spans": d.spans,

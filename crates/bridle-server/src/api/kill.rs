@@ -71,7 +71,7 @@ pub async fn set(
     let who = caller.0.subject.clone();
     let report = match &state.runs {
         Some(runs) => runs.runtime().kill(&who, scope, &reason).await,
-        None => bridle_runtime::kill::set(&state.gate, None, None, &who, scope, &reason).await,
+        None => state.kills.set(None, None, &who, scope, &reason).await,
     }?;
     Ok(Json(json!({"kill": report})))
 }
@@ -95,7 +95,7 @@ pub async fn lift(
 ) -> Result<Json<Value>, ApiError> {
     caller.require_any(&[SCOPE_KILL_LIFT])?;
     let (scope, reason) = scope(&caller, &body)?;
-    let report = bridle_runtime::kill::lift(&state.gate, &caller.0.subject, scope, &reason).await?;
+    let report = state.kills.lift(&caller.0.subject, scope, &reason).await?;
     Ok(Json(json!({"kill": report})))
 }
 

@@ -7,7 +7,9 @@
 use axum::Json;
 use axum::extract::State;
 use bridle_apps::lab::loop_lab::{Goal, LoopInput};
-use bridle_apps::lab::{Lang, STEP_COUNTS, check_max_rounds, check_plan, check_seed, check_steps, judge, prompt, replay_loop};
+use bridle_apps::lab::{
+    Lang, STEP_COUNTS, check_max_rounds, check_plan, check_seed, check_steps, judge, prompt, replay_loop,
+};
 use bridle_core::RunContext;
 use bridle_runtime::check::{WORKBENCH_PRINCIPAL, workbench_principal};
 use serde::Deserialize;

@@ -12,7 +12,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use bridle_core::checkpoint::ThreadStatus;
-use bridle_runtime::runs::{RunError, Runs};
+use bridle_runtime::runs::Runs;
 use futures_util::Stream;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};

@@ -29,7 +29,7 @@ async fn app() -> Router {
         rating: None,
     };
     runtime.stores.history.record_action(&action).await.unwrap();
-    let state = AppState::new(runtime.gate.clone(), &AuthConfig::hs256(SECRET), Limits::default()).unwrap();
+    let state = AppState::new(runtime.engine.clone(), &AuthConfig::hs256(SECRET), Limits::default()).unwrap();
     router(state)
 }
 

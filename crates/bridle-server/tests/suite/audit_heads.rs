@@ -26,7 +26,7 @@ async fn anchored_app(db: &str, heads: &std::path::Path) -> (Router, Runtime) {
     };
     let config = Arc::new(bridle_runtime::bundled::checkout().unwrap());
     let runtime = RuntimeBuilder::new(config).env(env).store_url(db).build().await.unwrap();
-    let state = AppState::new(runtime.gate.clone(), &AuthConfig::hs256(SECRET), Limits::default()).unwrap();
+    let state = AppState::new(runtime.engine.clone(), &AuthConfig::hs256(SECRET), Limits::default()).unwrap();
     (router(state), runtime)
 }
 

@@ -20,8 +20,8 @@ async fn app_on(store: &str) -> (Router, bridle_runtime::gate::Gate) {
     let config = Arc::new(bridle_runtime::bundled::checkout().unwrap());
     let runtime = RuntimeBuilder::new(config).env(Env::default()).store_url(store).build().await.unwrap();
     let limits = Limits { max_body_bytes: 4 << 20, ..Limits::default() };
-    let state = AppState::new(runtime.gate.clone(), &AuthConfig::hs256(SECRET), limits).unwrap();
-    (router(state), runtime.gate.clone())
+    let state = AppState::new(runtime.engine.clone(), &AuthConfig::hs256(SECRET), limits).unwrap();
+    (router(state), runtime.engine.gate.clone())
 }
 
 const STORES: [&str; 2] = ["memory", "sqlite::memory:"];

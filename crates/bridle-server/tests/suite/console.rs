@@ -204,7 +204,7 @@ async fn shutdown_ends_the_approvals_stream() {
     let config = bridle_runtime::bundled::checkout().unwrap();
     let runtime = RuntimeBuilder::new(Arc::new(config)).env(Env::default()).store_url("memory").build().await.unwrap();
     let state =
-        AppState::new(runtime.gate.clone(), &AuthConfig::hs256(super::support::SECRET), Limits::default()).unwrap();
+        AppState::new(runtime.engine.clone(), &AuthConfig::hs256(super::support::SECRET), Limits::default()).unwrap();
     let stop = state.mcp.cancel.clone();
     let app = router(state);
     let operator = token("operator-2");

@@ -42,7 +42,7 @@ async fn app_and_stop(model: ScriptedModel) -> (Router, tokio_util::sync::Cancel
         .await
         .unwrap();
     let runtime = Arc::new(runtime);
-    let state = AppState::new(runtime.gate.clone(), &AuthConfig::hs256(SECRET), Limits::default())
+    let state = AppState::new(runtime.engine.clone(), &AuthConfig::hs256(SECRET), Limits::default())
         .unwrap()
         .with_runs(Arc::new(Runs::new(runtime, bridle_apps::pipelines::registry())));
     let stop = state.mcp.cancel.clone();

@@ -60,7 +60,7 @@ async fn served() -> (String, Arc<Recorder>) {
     runtime.stores.decisions.record(&decision("d-1", "fab-1")).await.unwrap();
     runtime.stores.decisions.record(&decision("d-9", "fab-2")).await.unwrap();
     let recorder = Arc::new(Recorder::default());
-    let state = AppState::new(runtime.gate.clone(), &AuthConfig::hs256(SECRET), Limits::default())
+    let state = AppState::new(runtime.engine.clone(), &AuthConfig::hs256(SECRET), Limits::default())
         .unwrap()
         .with_loop_hooks(vec![recorder.clone()]);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -26,7 +26,7 @@ async fn served() -> (Router, String) {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let config = Arc::new(bridle_runtime::bundled::checkout().unwrap());
     let runtime = RuntimeBuilder::new(config).env(Env::default()).store_url("memory").build().await.unwrap();
-    let state = AppState::new(runtime.gate.clone(), &AuthConfig::hs256(SECRET), Limits::default()).unwrap();
+    let state = AppState::new(runtime.engine.clone(), &AuthConfig::hs256(SECRET), Limits::default()).unwrap();
     let app = router(state);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

@@ -18,7 +18,7 @@ use super::support::{SECRET, code, get, post, token, token_for};
 async fn app_with_metrics(limits: Limits) -> Router {
     let config = Arc::new(bridle_runtime::bundled::checkout().unwrap());
     let runtime = RuntimeBuilder::new(config).env(Env::default()).store_url("memory").build().await.unwrap();
-    let state = AppState::new(runtime.gate.clone(), &AuthConfig::hs256(SECRET), limits).unwrap();
+    let state = AppState::new(runtime.engine.clone(), &AuthConfig::hs256(SECRET), limits).unwrap();
     router(state.with_metrics(install_recorder().unwrap()))
 }
 

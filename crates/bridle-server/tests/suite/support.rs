@@ -28,7 +28,7 @@ pub async fn app_with(limits: Limits) -> Router {
 /// A router over `config` with these limits.
 pub async fn app_for(config: bridle_core::config::Config, limits: Limits) -> Router {
     let runtime = RuntimeBuilder::new(Arc::new(config)).env(Env::default()).store_url("memory").build().await.unwrap();
-    let state = AppState::new(runtime.gate.clone(), &AuthConfig::hs256(SECRET), limits).unwrap();
+    let state = AppState::new(runtime.engine.clone(), &AuthConfig::hs256(SECRET), limits).unwrap();
     router(state)
 }
 

@@ -336,7 +336,7 @@ async fn a_change_waits_for_approval_inside_a_run_and_executes_once_after_it() {
     let approval = paused.interrupts[0].payload["approval_id"].as_str().unwrap().to_owned();
     assert!(seen.0.lock().unwrap().iter().any(|h| h == "approval_requested"));
     assert_eq!(h.adapter.changes_applied(), 0);
-    h.gate.grant(&h.who("operator-2"), &approval).await.unwrap();
+    h.desk.grant(&h.who("operator-2"), &approval).await.unwrap();
     // The node runs again from the top: its call now finds the granted approval.
     let done = graph
         .resume_invoke(saved(&store, "t-ap").hooks(hooks), &paused.interrupts[0].id, json!("approved"))

@@ -124,18 +124,18 @@ async fn a_reject_reason_with_nul_or_over_2000_characters_is_refused_and_the_req
     let out = h.gate.call(&me, &run, &CallRequest::new("scale_replicas", change(3))).await?;
     let id = out.approval_id.context("a pending request")?;
     for reason in ["bad\0reason".to_owned(), "x".repeat(2001)] {
-        match h.gate.reject(&op, &id, &reason).await {
+        match h.desk.reject(&op, &id, &reason).await {
             Err(ApprovalError::Refused(r)) => ensure!(r.code == Code::BadRequest, "{r:?}"),
             other => anyhow::bail!("not refused: {other:?}"),
         }
     }
-    match h.gate.grant(&op, "a\0b").await {
+    match h.desk.grant(&op, "a\0b").await {
         Err(ApprovalError::Refused(r)) => ensure!(r.code == Code::BadRequest, "{r:?}"),
         other => anyhow::bail!("not refused: {other:?}"),
     }
     let pending = h.gate.stores().approvals.list_pending("tenant-a", h.clock_now()).await?;
     ensure!(pending.iter().any(|p| p.id == id), "no longer pending");
-    let rejected = h.gate.reject(&op, &id, &"y".repeat(2000)).await?;
+    let rejected = h.desk.reject(&op, &id, &"y".repeat(2000)).await?;
     ensure!(rejected.rejection_reason.map(|r| r.chars().count()) == Some(2000));
     Ok(())
 }
@@ -143,7 +143,7 @@ async fn a_reject_reason_with_nul_or_over_2000_characters_is_refused_and_the_req
 async fn a_kill_switch_set_with_a_nul_reason_is_set(s: Stores) -> anyhow::Result<()> {
     let h = h(s)?;
     let scope = KillScope { tenant: Some("tenant-a".into()), agent: None };
-    let report = bridle_runtime::kill::set(&h.gate, None, None, "ops-1", scope.clone(), "bad\0deploy").await?;
+    let report = h.kills.set(None, None, "ops-1", scope.clone(), "bad\0deploy").await?;
     ensure!(report.changed);
     let on = h.gate.stores().kills.kill_covering("tenant-a", None).await?.context("the switch is on")?;
     ensure!(on.reason == "bad\u{fffd}deploy", "{:?}", on.reason);
@@ -157,8 +157,8 @@ async fn a_kill_switch_set_with_a_nul_reason_is_set(s: Stores) -> anyhow::Result
         .await?;
     ensure!(refused(&out)?.0 == Code::Killed);
     // An empty reason is an emergency stop too.
-    bridle_runtime::kill::lift(&h.gate, "ops-1", scope.clone(), "").await?;
-    let report = bridle_runtime::kill::set(&h.gate, None, None, "ops-1", scope, "").await?;
+    h.kills.lift("ops-1", scope.clone(), "").await?;
+    let report = h.kills.set(None, None, "ops-1", scope, "").await?;
     ensure!(report.changed && report.switch.reason == bridle_core::bounds::NO_REASON);
     let kinds: Vec<_> = h.events().await.into_iter().map(|e| e.record.kind).collect();
     ensure!(kinds.iter().filter(|k| **k == EventKind::KillSwitchSet).count() == 2, "{kinds:?}");

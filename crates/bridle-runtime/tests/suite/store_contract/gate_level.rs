@@ -14,7 +14,8 @@ use bridle_core::job::Job;
 use bridle_core::kill::KillScope;
 use bridle_core::ports::{Adapter, AdapterCall, AdapterError, Outcome};
 use bridle_runtime::adapter::MemoryAdapter;
-use bridle_runtime::gate::{CallRequest, Gate};
+use bridle_runtime::engine::Engine;
+use bridle_runtime::gate::CallRequest;
 use bridle_runtime::notify::ApprovalNotifier;
 use bridle_runtime::store::{MemoryStore, Stores};
 use serde_json::{Value, json};
@@ -50,7 +51,9 @@ pub(super) async fn thirty_two_identical_calls_share_one_pending_request_and_one
 ) -> anyhow::Result<()> {
     let h = checkout(stores)?;
     let counter = Arc::new(Counter::default());
-    let gate = h.gate.clone().with_notifier(counter.clone());
+    let mut h = h;
+    h.rebuild(|b| b.notifier(counter.clone()));
+    let gate = h.gate.clone();
     let me = h.who("requester-1");
     let tasks: Vec<_> = (0..32)
         .map(|_| {
@@ -104,7 +107,8 @@ pub(super) async fn keyed_retries_during_and_after_a_job_get_in_progress_then_th
     let (me, r) = (h.who("requester-1"), run());
     h.approved("a-1", &change(3), &r).await;
     let held = Arc::new(Held { inner: h.adapter.clone(), gate: Semaphore::new(0) });
-    let gate = Gate::new(h.config.clone(), h.gate.stores().clone(), held.clone(), h.clock.clone());
+    let gate =
+        Engine::builder(h.config.clone(), h.gate.stores().clone(), held.clone()).clock(h.clock.clone()).gate()?;
     let call = CallRequest::new("scale_replicas", change(3)).with_key("k-1");
     let first = tokio::spawn({
         let (gate, me, r, call) = (gate.clone(), me.clone(), r.clone(), call.clone());
@@ -180,7 +184,9 @@ async fn an_approval_request_whose_event_cannot_be_written_is_an_error_and_is_no
     let m = Arc::new(MemoryStore::new());
     let h = checkout(Stores::from_backend(m.clone(), "memory"))?;
     let counter = Arc::new(Counter::default());
-    let gate = h.gate.clone().with_notifier(counter.clone());
+    let mut h = h;
+    h.rebuild(|b| b.notifier(counter.clone()));
+    let gate = h.gate.clone();
     m.fail_audit_appends(true);
     let me = h.who("requester-1");
     let out = gate.call(&me, &run(), &CallRequest::new("scale_replicas", change(3))).await;
@@ -214,11 +220,11 @@ async fn a_kill_switch_whose_event_cannot_be_written_is_an_error_and_is_not_set(
     let m = Arc::new(MemoryStore::new());
     let h = checkout(Stores::from_backend(m.clone(), "memory"))?;
     m.fail_audit_appends(true);
-    let set = bridle_runtime::kill::set(&h.gate, None, None, "ops", KillScope::tenant("tenant-a"), "stop").await;
+    let set = h.kills.set(None, None, "ops", KillScope::tenant("tenant-a"), "stop").await;
     ensure!(set.is_err(), "{set:?}");
     ensure!(h.gate.stores().kills.active_kills().await?.is_empty());
     m.fail_audit_appends(false);
-    bridle_runtime::kill::set(&h.gate, None, None, "ops", KillScope::tenant("tenant-a"), "stop").await?;
+    h.kills.set(None, None, "ops", KillScope::tenant("tenant-a"), "stop").await?;
     ensure!(h.gate.stores().kills.active_kills().await?.len() == 1);
     Ok(())
 }
