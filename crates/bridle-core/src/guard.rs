@@ -145,13 +145,6 @@ pub enum GuardError {
     RuleFile(String),
 }
 
-/// Scans a text on the document channel (tool outputs, retrieved text, `bridle guard scan`):
-/// `input_too_long` past the channel's limit (1 MB by default), else the detection.
-pub fn scan_document(detector: &Detector, limits: &sanitize::Limits, text: &str) -> Result<Detection, Rejection> {
-    limits.check(sanitize::Channel::Document, text)?;
-    Ok(detector.detect(text))
-}
-
 /// The check a caller runs before handing an operator's chat message to a model: sanitized for
 /// the chat channel (`input_too_long` past its limit), then scanned (`injection_detected` with
 /// the stable KO/EN message). On `Ok`, the sanitized text is what the model may see.

@@ -8,7 +8,8 @@
 
 use bridle_core::answer::IntakeLimits;
 use bridle_core::{Principal, Rejection, RunContext};
-use bridle_runtime::gate::{CallRequest, Gate, GateError, Verdict};
+use bridle_runtime::gate::{CallRequest, Gate, Verdict};
+use bridle_runtime::intake::{CallError, spawn_call};
 
 use super::loop_lab::{LoopCall, LoopInput, LoopReport, Replay};
 
@@ -18,9 +19,10 @@ pub enum LabError {
     /// The input is outside the lab's limits (`too_many_rounds`, `field_too_long`, …).
     #[error("{0}")]
     Invalid(Rejection),
-    /// The gate could not evaluate a call (a store failed); nothing was allowed.
+    /// The gate could not evaluate a call (a store failed, or its task ended); nothing was
+    /// allowed.
     #[error(transparent)]
-    Gate(#[from] GateError),
+    Gate(#[from] CallError),
 }
 
 /// Replays `input` through `gate` as `principal` in `run` and reports rounds, calls, the stop
@@ -38,7 +40,7 @@ pub async fn replay_loop(
         for call in calls {
             // Pasted text never reaches the audit log: the event keeps tool, code and plan hash.
             let request = CallRequest { metadata_only: true, ..CallRequest::new(&call.tool, call.arguments.clone()) };
-            let outcome = gate.call(principal, run, &request).await?;
+            let outcome = spawn_call(gate, principal.clone(), run.clone(), request).await?;
             let (ok, code, result) = match outcome.verdict {
                 Verdict::Ok { result } => (true, None, Some(result)),
                 Verdict::Rejected { rejection } => (false, Some(rejection.code), None),

@@ -16,6 +16,7 @@ use bridle_core::guard::Detector;
 use bridle_core::guard::eval::{self, Report};
 use bridle_core::guard::mask::{Masker, load_gitleaks};
 use bridle_core::guard::sanitize::{Channel, Limits};
+use bridle_runtime::guard::Guard;
 use serde_json::Value;
 
 use super::input::{Line, Lines};
@@ -154,11 +155,11 @@ fn detector() -> anyhow::Result<&'static Detector> {
 /// `bridle guard scan`: one JSON line per input, in order. A refused line is blocked whole
 /// (`"verdict": "block"` beside its `error`): never scanned in part.
 pub fn scan(file: Option<&Path>, jsonl: bool) -> anyhow::Result<ExitCode> {
-    let detector = detector()?;
     let limits = Limits::default();
+    let guard = Guard::with_limits(limits).map_err(|e| anyhow::anyhow!("{e}"))?;
     let refused = each_input(file, jsonl, &limits, |n, item| {
         let line = match item {
-            Item::Text { id, text } => match bridle_core::guard::scan_document(detector, &limits, &text) {
+            Item::Text { id, text } => match guard.detection(Channel::Document, &text) {
                 Ok(d) => serde_json::json!({
                     "id": id,
                     "verdict": d.verdict.as_str(),
