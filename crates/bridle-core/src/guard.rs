@@ -18,8 +18,6 @@ pub mod spotlight;
 
 use serde::{Deserialize, Serialize};
 
-use crate::verdict::Rejection;
-
 pub use detect::Detector;
 
 /// What the detector concluded.
@@ -143,20 +141,4 @@ pub enum GuardError {
     /// A rule file could not be read.
     #[error("rule file is invalid: {0}")]
     RuleFile(String),
-}
-
-/// The check a caller runs before handing an operator's chat message to a model: sanitized for
-/// the chat channel (`input_too_long` past its limit), then scanned (`injection_detected` with
-/// the stable KO/EN message). On `Ok`, the sanitized text is what the model may see.
-pub fn check_chat(
-    sanitizer: &sanitize::Sanitizer,
-    detector: &Detector,
-    text: &str,
-) -> Result<sanitize::Sanitized, Rejection> {
-    let clean = sanitizer.sanitize(sanitize::Channel::Chat, text)?;
-    let d = detector.detect(text);
-    if d.blocked() {
-        return Err(scanner::blocked("message", &d));
-    }
-    Ok(clean)
 }
