@@ -3,7 +3,7 @@
 #![no_main]
 
 use bridle_core::Code;
-use bridle_core::tools::evaluate;
+use bridle_tools::evaluate;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -62,6 +62,11 @@ pub fn config(path: Option<&Path>) -> anyhow::Result<Config> {
     bridle_runtime::bundled::load_or_default(path).map_err(|e| anyhow::anyhow!("{e}"))
 }
 
+/// The in-process tools every command's engine runs: the workbench's (`bridle-tools`).
+pub fn tools() -> std::sync::Arc<dyn bridle_core::ports::InProcessTools> {
+    std::sync::Arc::new(bridle_tools::Workbench)
+}
+
 /// The store URL `--db` names, else the config's, else the default SQLite file.
 pub fn store_url(config: &Config, db: Option<&str>) -> String {
     db.or(config.store_url.as_deref()).unwrap_or(bridle_runtime::runtime::DEFAULT_STORE_URL).to_owned()

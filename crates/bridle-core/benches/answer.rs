@@ -1,6 +1,6 @@
 //! Answer intake throughput: a 20,000-character answer (the default limit) of prose with three
 //! calls, in the shapes a model writes them, read by `parse_answer`. Also the worst layer case
-//! (prose full of brackets that are not JSON) and the calculator.
+//! (prose full of brackets that are not JSON).
 //!
 //! `cargo bench -p bridle-core --bench answer`; BENCHMARKS.md holds the figures.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
@@ -8,7 +8,6 @@
 use std::hint::black_box;
 
 use bridle_core::answer::{IntakeLimits, parse_answer};
-use bridle_core::tools::evaluate;
 use criterion::{Criterion, Throughput};
 
 const PROSE: &str = "The guardrail standard asks for a top rail at 90 cm or more; at 120 cm or higher the \
@@ -62,12 +61,6 @@ fn bench(c: &mut Criterion) {
     group.throughput(Throughput::Bytes(noise.len() as u64));
     group.bench_function("parse_20k/unparseable", |b| b.iter(|| parse_answer(black_box(&noise), &limits)));
     group.finish();
-
-    let mut calc = c.benchmark_group("calculate");
-    calc.bench_function("scaffold_posts", |b| {
-        b.iter(|| evaluate(black_box("round(20000 / ceil(20 / 1.85) * 100) / 100")))
-    });
-    calc.finish();
 }
 
 fn main() {

@@ -31,7 +31,6 @@ pub mod ports;
 pub mod principal;
 pub mod replay;
 pub mod runs;
-pub mod tools;
 pub mod verdict;
 pub mod workflow;
 

@@ -464,6 +464,18 @@ pub trait Adapter: Send + Sync {
     async fn outcome(&self, job: &Job) -> Result<Outcome, AdapterError>;
 }
 
+/// Read tools an application runs in process (the workbench's `search_law`, `calculate`,
+/// `convert_unit` live in the `bridle-tools` crate): pure functions over arguments the gate has
+/// already checked against their contracts. The runtime's built-in adapter runs the ones the
+/// configuration registers as read tools; the engine itself ships none.
+pub trait InProcessTools: Send + Sync {
+    /// The tools' names.
+    fn names(&self) -> &[&'static str];
+    /// Runs `tool` on `args`; `None` if it is not one of these tools. A tool's own refusal
+    /// carries its stable code.
+    fn run(&self, tool: &str, args: &Value) -> Option<Result<Value, Rejection>>;
+}
+
 /// Checkpoints of graph runs (see [`crate::checkpoint`]).
 ///
 /// `put` replaces the checkpoint of the same thread and step (a resume records its values

@@ -13,6 +13,5 @@ mod suite {
     mod laws;
     mod policy;
     mod support;
-    mod tools;
     mod workflow;
 }

@@ -152,7 +152,8 @@ async fn run(samples: usize, as_json: bool) {
         _ => Err(format!("no file `{p}`")),
     };
     let config = Arc::new(load(&config_toml(&upstream.url, &secret.display().to_string()), &files).unwrap());
-    let adapter = bridle_runtime::adapter::from_config(&config).unwrap();
+    let adapter =
+        bridle_runtime::adapter::from_config(&config, std::sync::Arc::new(bridle_runtime::adapter::NoTools)).unwrap();
     let gate = Engine::builder(config.clone(), Stores::memory(), adapter).gate().unwrap();
     let clerk = config.principals["clerk"].clone();
     let run = RunContext::new("bench-run", "");

@@ -17,8 +17,9 @@ pub mod router;
 use std::sync::Arc;
 
 use bridle_core::config::Config;
+use bridle_core::ports::InProcessTools;
 
-pub use builtin::BuiltinAdapter;
+pub use builtin::{BuiltinAdapter, NoTools};
 pub use command::CommandAdapter;
 pub use configured::ConfiguredAdapter;
 pub use fab::FabAdapter;
@@ -85,24 +86,28 @@ pub enum SetupError {
     },
 }
 
-/// The in-process adapters of a configuration: built-in tools run by [`BuiltinAdapter`], every
-/// other tool by a [`MemoryAdapter`] (returned too, so callers can inspect or fault it).
-pub fn in_process(config: &Config) -> (Arc<RouterAdapter>, Arc<MemoryAdapter>) {
+/// The in-process adapters of a configuration: the application's in-process `tools` run by
+/// [`BuiltinAdapter`], every other tool by a [`MemoryAdapter`] (returned too, so callers can
+/// inspect or fault it).
+pub fn in_process(config: &Config, tools: Arc<dyn InProcessTools>) -> (Arc<RouterAdapter>, Arc<MemoryAdapter>) {
     let memory = Arc::new(MemoryAdapter::from_config(config));
-    let router = RouterAdapter::new(Arc::new(BuiltinAdapter::from_config(config)), memory.clone());
+    let router = RouterAdapter::new(Arc::new(BuiltinAdapter::from_config(config, tools)), memory.clone());
     (Arc::new(router), memory)
 }
 
 /// The adapter of a configuration: [`in_process`] (with the [`FabAdapter`] in place of the memory
 /// adapter under `[adapter] simulator = "fab"`) alone, or under a [`ConfiguredAdapter`] when
 /// tools name HTTP or command adapters. Reads those tools' credentials now.
-pub fn from_config(config: &Config) -> Result<Arc<dyn bridle_core::ports::Adapter>, SetupError> {
+pub fn from_config(
+    config: &Config,
+    tools: Arc<dyn InProcessTools>,
+) -> Result<Arc<dyn bridle_core::ports::Adapter>, SetupError> {
     let router: Arc<dyn bridle_core::ports::Adapter> = match config.simulator {
         Some(bridle_core::config::Simulator::Fab) => Arc::new(RouterAdapter::new(
-            Arc::new(BuiltinAdapter::from_config(config)),
+            Arc::new(BuiltinAdapter::from_config(config, tools)),
             Arc::new(FabAdapter::from_config(config)),
         )),
-        None => in_process(config).0,
+        None => in_process(config, tools).0,
     };
     if config.adapters.is_empty() {
         return Ok(router);

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use bridle_core::answer::{Format, IntakeLimits, Span};
 use bridle_core::config::Config;
 use bridle_core::guard::GuardError;
+use bridle_core::ports::InProcessTools;
 use bridle_core::{Code, Principal, RunContext};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -83,15 +84,15 @@ pub fn workbench_principal(config: &Config) -> Option<Principal> {
     config.principals.get(WORKBENCH_PRINCIPAL).cloned()
 }
 
-/// A gate over `config` and `stores` with the in-process adapters (built-in tools, memory) and
-/// the guard's scanner on `scan = true` arguments (limits from `[guard]`).
-pub fn gate(config: Arc<Config>, stores: Stores) -> Result<Gate, GuardError> {
-    Ok(engine(config, stores)?.gate)
+/// A gate over `config` and `stores` with the in-process adapters (the application's `tools`,
+/// memory) and the guard's scanner on `scan = true` arguments (limits from `[guard]`).
+pub fn gate(config: Arc<Config>, stores: Stores, tools: Arc<dyn InProcessTools>) -> Result<Gate, GuardError> {
+    Ok(engine(config, stores, tools)?.gate)
 }
 
 /// [`gate`] with the services beside it (the approval desk of `bridle approvals`).
-pub fn engine(config: Arc<Config>, stores: Stores) -> Result<Engine, GuardError> {
-    let (router, _memory) = adapter::in_process(&config);
+pub fn engine(config: Arc<Config>, stores: Stores, tools: Arc<dyn InProcessTools>) -> Result<Engine, GuardError> {
+    let (router, _memory) = adapter::in_process(&config, tools);
     Engine::builder(config, stores, router).build()
 }
 

@@ -11,7 +11,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use bridle_core::config::{Config, LlmSettings};
-use bridle_core::ports::{Adapter, Checkpointer, Clock, StoreError, SystemClock};
+use bridle_core::ports::{Adapter, Checkpointer, Clock, InProcessTools, StoreError, SystemClock};
 use serde_json::Value;
 use tokio::task::JoinSet;
 
@@ -92,6 +92,7 @@ pub struct RuntimeBuilder {
     store_url: Option<String>,
     llm: Option<Arc<dyn LlmClient>>,
     adapter: Option<Arc<dyn Adapter>>,
+    tools: Arc<dyn InProcessTools>,
     clock: Arc<dyn Clock>,
     hooks: Vec<Registration>,
     task_graph: bool,
@@ -107,6 +108,7 @@ impl RuntimeBuilder {
             store_url: None,
             llm: None,
             adapter: None,
+            tools: Arc::new(crate::adapter::NoTools),
             clock: Arc::new(SystemClock),
             hooks: Vec::new(),
             task_graph: true,
@@ -139,6 +141,14 @@ impl RuntimeBuilder {
     #[must_use]
     pub fn adapter(mut self, adapter: Arc<dyn Adapter>) -> Self {
         self.adapter = Some(adapter);
+        self
+    }
+
+    /// The application's in-process read tools (the CLI passes the workbench's); the configured
+    /// adapter runs those the configuration registers. None by default.
+    #[must_use]
+    pub fn tools(mut self, tools: Arc<dyn InProcessTools>) -> Self {
+        self.tools = tools;
         self
     }
 
@@ -222,7 +232,7 @@ impl RuntimeBuilder {
         // 7. gate
         let adapter = match self.adapter {
             Some(adapter) => adapter,
-            None => crate::adapter::from_config(&self.config)?,
+            None => crate::adapter::from_config(&self.config, self.tools)?,
         };
         let mut engine = Engine::builder(self.config.clone(), stores.clone(), adapter).clock(self.clock.clone());
         if let Some(notifier) = self.notifier {

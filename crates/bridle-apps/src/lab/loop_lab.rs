@@ -136,7 +136,7 @@ pub fn references(goal: Goal, value: f64) -> Vec<Reference> {
         }
         Goal::Force => vec![Reference {
             name: "force_n".into(),
-            value: bridle_core::tools::convert(value, "kgf", "N").unwrap_or(value * KGF_IN_N),
+            value: bridle_tools::convert(value, "kgf", "N").unwrap_or(value * KGF_IN_N),
             measure: Measure::ForceN,
         }],
     }

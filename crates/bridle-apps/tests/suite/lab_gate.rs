@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 fn bench() -> Gate {
     let config = Arc::new(bridle_runtime::bundled::checkout().unwrap());
-    gate(config, Stores::memory()).unwrap()
+    gate(config, Stores::memory(), std::sync::Arc::new(bridle_tools::Workbench)).unwrap()
 }
 
 async fn run(gate: &Gate, goal: Goal, answers: &[String]) -> Result<LoopReport, LabError> {

@@ -143,7 +143,7 @@ impl Desk<'_> {
             }
         };
         let stores = super::stores(&config, Some(&url)).await?;
-        let desk = bridle_runtime::check::engine(config, stores).context("building the gate")?.desk;
+        let desk = bridle_runtime::check::engine(config, stores, super::tools()).context("building the gate")?.desk;
         Ok(Ok((desk, principal, auth)))
     }
 

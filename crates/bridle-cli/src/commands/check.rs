@@ -38,7 +38,7 @@ pub async fn run(
         Some(_) => super::stores(&config, db).await?,
         None => Stores::memory(),
     };
-    let gate = gate(config, stores).context("building the guard")?;
+    let gate = gate(config, stores, super::tools()).context("building the guard")?;
     let started = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     let run = RunContext::new(&format!("check-{}-{}", started.as_millis(), std::process::id()), WORKBENCH_PRINCIPAL);
     let report = match read_answer(input, limits.max_chars)? {

@@ -89,7 +89,7 @@ pub async fn reconcile(config: Option<&Path>, db: Option<&str>, grace: &str, jso
     let grace = parse_grace(grace)?;
     let config = Arc::new(super::config(config)?);
     let stores = super::stores(&config, db).await?;
-    let adapter = bridle_runtime::adapter::from_config(&config).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let adapter = bridle_runtime::adapter::from_config(&config, super::tools()).map_err(|e| anyhow::anyhow!("{e}"))?;
     let reconciler = Engine::builder(config, stores, adapter).build()?.reconciler;
     let settled = reconciler.reconcile_with(grace).await.context("reconciling jobs")?;
     let count = |s: JobStatus| settled.iter().filter(|x| x.to == s).count();

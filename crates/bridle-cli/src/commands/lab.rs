@@ -116,7 +116,7 @@ async fn run_loop(g: &super::Global, args: &LoopArgs) -> anyhow::Result<ExitCode
         Some(_) => super::stores(&config, g.db()).await?,
         None => Stores::memory(),
     };
-    let gate = gate(config, stores).context("building the guard")?;
+    let gate = gate(config, stores, super::tools()).context("building the guard")?;
     let started = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     let run = RunContext::new(&format!("lab-{}-{}", started.as_millis(), std::process::id()), WORKBENCH_PRINCIPAL);
     match replay_loop(&gate, &principal, &run, input, &limits).await {

@@ -25,7 +25,7 @@ pub async fn stdio(config: Option<&Path>, db: Option<&str>, token: Option<&str>)
     let auth = AuthConfig::from_env().context("cannot verify tokens")?;
     let principal = Verifier::new(&auth)?.verify(token.trim()).context("the token was refused")?;
     let config = Arc::new(super::config(config)?);
-    let mut builder = RuntimeBuilder::new(config);
+    let mut builder = RuntimeBuilder::new(config).tools(super::tools());
     if let Some(db) = db {
         builder = builder.store_url(db);
     }

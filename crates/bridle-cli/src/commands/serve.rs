@@ -68,7 +68,7 @@ pub async fn run(
     let listener = tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("cannot listen on `{addr}`"))?;
     let local = listener.local_addr().context("reading the listen address")?;
     let notifier = super::observability::webhook(&config, &format!("http://{local}/console"))?;
-    let mut builder = RuntimeBuilder::new(config);
+    let mut builder = RuntimeBuilder::new(config).tools(super::tools());
     if let Some(db) = db {
         builder = builder.store_url(db);
     }

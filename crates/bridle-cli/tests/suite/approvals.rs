@@ -16,7 +16,8 @@ use super::support::{PgSchema, bridle, bridle_env, text};
 
 async fn gate(db: &str) -> Gate {
     let config = Arc::new(bridle_runtime::bundled::checkout().unwrap());
-    bridle_runtime::check::gate(config, Stores::open(db).await.unwrap()).unwrap()
+    bridle_runtime::check::gate(config, Stores::open(db).await.unwrap(), std::sync::Arc::new(bridle_tools::Workbench))
+        .unwrap()
 }
 
 fn who(gate: &Gate, name: &str) -> Principal {

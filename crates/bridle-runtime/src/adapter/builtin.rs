@@ -1,35 +1,63 @@
-//! The built-in adapter: runs the workbench tools of `bridle_core::tools` (`search_law`,
-//! `calculate`, `convert_unit`) in process. They only read, so only the read entry point works,
+//! The built-in adapter: runs an application's in-process tools ([`InProcessTools`], such as the
+//! workbench's `search_law`, `calculate`, `convert_unit` from `bridle-tools`) that the
+//! configuration registers as read tools. They only read, so only the read entry point works,
 //! and only with the executor identity their contract names.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use bridle_core::config::Config;
 use bridle_core::contract::Mode;
 use bridle_core::job::Job;
-use bridle_core::ports::{Adapter, AdapterCall, AdapterError, Outcome};
-use bridle_core::tools;
+use bridle_core::ports::{Adapter, AdapterCall, AdapterError, InProcessTools, Outcome};
 use serde_json::Value;
 
-/// Runs the built-in tools registered in a configuration.
-#[derive(Debug, Clone, Default)]
+/// No in-process tools: what an engine gets when its application passes none.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoTools;
+
+impl InProcessTools for NoTools {
+    fn names(&self) -> &[&'static str] {
+        &[]
+    }
+
+    fn run(&self, _tool: &str, _args: &Value) -> Option<Result<Value, bridle_core::Rejection>> {
+        None
+    }
+}
+
+/// Runs the in-process tools registered in a configuration.
+#[derive(Clone)]
 pub struct BuiltinAdapter {
-    /// Built-in tool → the read identity its contract names.
+    tools: Arc<dyn InProcessTools>,
+    /// In-process tool → the read identity its contract names.
     identities: BTreeMap<String, String>,
 }
 
+impl std::fmt::Debug for BuiltinAdapter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BuiltinAdapter").field("identities", &self.identities).finish_non_exhaustive()
+    }
+}
+
 impl BuiltinAdapter {
-    /// An adapter for the built-in tools the configuration registers as read tools.
-    pub fn from_config(config: &Config) -> Self {
+    /// An adapter for those of `tools` the configuration registers as read tools.
+    pub fn from_config(config: &Config, tools: Arc<dyn InProcessTools>) -> Self {
         let identities = config
             .registry
             .iter()
-            .filter(|t| tools::is_builtin(&t.name) && t.mode == Mode::Read)
+            .filter(|t| tools.names().contains(&t.name.as_str()) && t.mode == Mode::Read)
             .filter(|t| config.executors.get(&t.executor).is_some_and(|e| e.mode == Mode::Read))
             .map(|t| (t.name.clone(), t.executor.clone()))
             .collect();
-        Self { identities }
+        Self { tools, identities }
+    }
+
+    /// Whether `tool` is one of its tools (registered or not: an unregistered one is refused
+    /// here, never sent on to another adapter).
+    pub fn serves(&self, tool: &str) -> bool {
+        self.tools.names().contains(&tool)
     }
 }
 
@@ -42,7 +70,7 @@ impl Adapter for BuiltinAdapter {
         if identity != &call.identity {
             return Err(AdapterError::IdentityRejected(call.identity.clone()));
         }
-        match tools::run(&call.tool, &call.arguments) {
+        match self.tools.run(&call.tool, &call.arguments) {
             Some(Ok(result)) => Ok(result),
             Some(Err(rejection)) => Err(AdapterError::Tool(rejection)),
             None => Err(AdapterError::Failed(format!("`{}` is not a built-in tool", call.tool))),

@@ -149,7 +149,8 @@ async fn fixture() -> Fixture {
     let secret = dir.path().join("orders-change.token");
     std::fs::write(&secret, "change-secret-7\n").unwrap();
     let config = Arc::new(local_example(port, &secret));
-    let adapter = bridle_runtime::adapter::from_config(&config).unwrap();
+    let adapter =
+        bridle_runtime::adapter::from_config(&config, std::sync::Arc::new(bridle_runtime::adapter::NoTools)).unwrap();
     let clock = Arc::new(ManualClock::new(T0 + TimeDuration::seconds(10)));
     let gate = Engine::builder(config.clone(), Stores::memory(), adapter).clock(clock).gate().unwrap();
     Fixture { gate, config, orders, _dir: dir }

@@ -197,7 +197,8 @@ async fn fixture() -> Fixture {
     std::fs::write(&cred, format!("{CHANGE_SECRET}\n")).unwrap();
     let config =
         Arc::new(load(&shop_toml(port, &cred.display().to_string()), &files).unwrap_or_else(|e| panic!("{e}")));
-    let adapter = bridle_runtime::adapter::from_config(&config).unwrap();
+    let adapter =
+        bridle_runtime::adapter::from_config(&config, std::sync::Arc::new(bridle_runtime::adapter::NoTools)).unwrap();
     let clock = Arc::new(ManualClock::new(T0 + TimeDuration::seconds(10)));
     let gate = Engine::builder(config.clone(), Stores::memory(), adapter.clone()).clock(clock).gate().unwrap();
     Fixture { gate, adapter, config, shop, _dir: dir }

@@ -96,7 +96,13 @@ fn the_tool_schema_hash_changes_with_any_contract() {
 
 async fn runtime(url: &str) -> Runtime {
     let config = Arc::new(bridle_runtime::bundled::checkout().unwrap());
-    RuntimeBuilder::new(config).env(Env::default()).store_url(url).build().await.unwrap()
+    RuntimeBuilder::new(config)
+        .tools(std::sync::Arc::new(bridle_tools::Workbench))
+        .env(Env::default())
+        .store_url(url)
+        .build()
+        .await
+        .unwrap()
 }
 
 fn who(rt: &Runtime, name: &str) -> Principal {

@@ -185,7 +185,8 @@ fn mcp_tools_route_to_their_upstream_tool() {
 #[tokio::test]
 async fn gateway_calls_are_gated_and_upstream_errors_fail() {
     let c = config();
-    let adapter = bridle_runtime::adapter::from_config(&c).unwrap();
+    let adapter =
+        bridle_runtime::adapter::from_config(&c, std::sync::Arc::new(bridle_runtime::adapter::NoTools)).unwrap();
     let clock = Arc::new(ManualClock::new(T0 + TimeDuration::seconds(10)));
     let gate = Engine::builder(c.clone(), Stores::memory(), adapter).clock(clock).gate().unwrap();
     let clerk = c.principals["clerk"].clone();
@@ -250,7 +251,8 @@ async fn http_upstream_change_runs_once_after_approval_with_bridles_own_credenti
     let secret = dir.path().join("upstream.token");
     std::fs::write(&secret, format!("{BRIDLE_CREDENTIAL}\n")).unwrap();
     let c = http_config(&upstream.url, Some(&secret));
-    let adapter = bridle_runtime::adapter::from_config(&c).unwrap();
+    let adapter =
+        bridle_runtime::adapter::from_config(&c, std::sync::Arc::new(bridle_runtime::adapter::NoTools)).unwrap();
     let clock = Arc::new(ManualClock::new(T0 + TimeDuration::seconds(10)));
     let Engine { gate, desk, .. } = Engine::builder(c.clone(), Stores::memory(), adapter).clock(clock).build().unwrap();
     let clerk = c.principals["clerk"].clone();
@@ -296,7 +298,8 @@ async fn http_upstream_change_runs_once_after_approval_with_bridles_own_credenti
 async fn http_upstream_without_a_credential_gets_no_authorization() {
     let upstream = super::mcp_upstream::start().await.unwrap();
     let c = http_config(&upstream.url, None);
-    let adapter = bridle_runtime::adapter::from_config(&c).unwrap();
+    let adapter =
+        bridle_runtime::adapter::from_config(&c, std::sync::Arc::new(bridle_runtime::adapter::NoTools)).unwrap();
     let clock = Arc::new(ManualClock::new(T0 + TimeDuration::seconds(10)));
     let gate = Engine::builder(c.clone(), Stores::memory(), adapter).clock(clock).gate().unwrap();
     let read = gate.call(&c.principals["clerk"], &run(), &CallRequest::new("lookup", json!({"item": "widget"}))).await;

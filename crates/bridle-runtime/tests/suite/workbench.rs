@@ -22,7 +22,11 @@ impl Bench {
     fn new() -> Bench {
         let config = Arc::new(bridle_runtime::bundled::checkout().unwrap());
         let principal = workbench_principal(&config).unwrap();
-        Bench { gate: gate(config, Stores::memory()).unwrap(), principal, run: RunContext::new("run-wb", "workbench") }
+        Bench {
+            gate: gate(config, Stores::memory(), std::sync::Arc::new(bridle_tools::Workbench)).unwrap(),
+            principal,
+            run: RunContext::new("run-wb", "workbench"),
+        }
     }
 
     async fn check(&self, answer: &str) -> CheckReport {

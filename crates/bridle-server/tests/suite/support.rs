@@ -27,7 +27,13 @@ pub async fn app_with(limits: Limits) -> Router {
 
 /// A router over `config` with these limits.
 pub async fn app_for(config: bridle_core::config::Config, limits: Limits) -> Router {
-    let runtime = RuntimeBuilder::new(Arc::new(config)).env(Env::default()).store_url("memory").build().await.unwrap();
+    let runtime = RuntimeBuilder::new(Arc::new(config))
+        .tools(Arc::new(bridle_tools::Workbench))
+        .env(Env::default())
+        .store_url("memory")
+        .build()
+        .await
+        .unwrap();
     let state = AppState::new(runtime.engine.clone(), &AuthConfig::hs256(SECRET), limits).unwrap();
     router(state)
 }

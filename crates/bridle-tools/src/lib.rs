@@ -1,17 +1,19 @@
-//! The built-in workbench tools (seed 003): `search_law`, `calculate` and `convert_unit`.
+//! The workbench tools (seed 003): `search_law`, `calculate` and `convert_unit`, an application
+//! of the engine rather than part of it.
 //!
 //! Pure functions over arguments the gate has already checked against the tools' contracts;
-//! they are registered as ordinary read tools in the configuration and run by the runtime's
-//! built-in adapter. A tool's own error is a [`Rejection`] carrying the tool's stable code.
+//! they are registered as ordinary read tools in the configuration and run in process by the
+//! runtime's built-in adapter, which gets them as [`Workbench`] (an
+//! [`InProcessTools`](bridle_core::ports::InProcessTools)). A tool's own error is a
+//! [`Rejection`] carrying the tool's stable code.
 
 mod calculate;
 mod convert_unit;
 mod search_law;
 
+use bridle_core::ports::InProcessTools;
+use bridle_core::{Code, Rejection};
 use serde_json::{Value, json};
-
-use crate::code::Code;
-use crate::verdict::Rejection;
 
 pub use calculate::{MAX_EXPRESSION_CHARS, evaluate};
 pub use convert_unit::{UNITS, convert};
@@ -23,6 +25,20 @@ pub const NAMES: [&str; 3] = ["search_law", "calculate", "convert_unit"];
 /// Whether `tool` is one of the built-in tools.
 pub fn is_builtin(tool: &str) -> bool {
     NAMES.contains(&tool)
+}
+
+/// The workbench tools as the runtime's built-in adapter runs them.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Workbench;
+
+impl InProcessTools for Workbench {
+    fn names(&self) -> &[&'static str] {
+        &NAMES
+    }
+
+    fn run(&self, tool: &str, args: &Value) -> Option<Result<Value, Rejection>> {
+        run(tool, args)
+    }
 }
 
 /// Runs a built-in tool; `None` if `tool` is not one.

@@ -21,18 +21,16 @@
 
 use std::sync::OnceLock;
 
+use bridle_core::{Code, Rejection};
 use serde::Deserialize;
 use serde_json::{Value, json};
-
-use crate::code::Code;
-use crate::verdict::Rejection;
 
 /// Results returned when `top_k` is not given.
 pub const DEFAULT_TOP_K: usize = 3;
 /// Most results one call may ask for.
 pub const MAX_TOP_K: usize = 5;
 
-const UNITS_JSON: &str = include_str!("../../data/osh-rules/units.json");
+const UNITS_JSON: &str = include_str!("../data/osh-rules/units.json");
 
 /// Particles stripped from the end of a Korean word, longest first.
 const PARTICLES: [&str; 27] = [

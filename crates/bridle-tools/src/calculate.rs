@@ -16,10 +16,9 @@
 //! byte offsets into the expression. Recursion is bounded by [`MAX_DEPTH`] and the length by
 //! [`MAX_EXPRESSION_CHARS`].
 
+use bridle_core::Code;
+use bridle_core::verdict::{Rejection, clip};
 use serde_json::json;
-
-use crate::code::Code;
-use crate::verdict::{Rejection, clip};
 
 /// Longest expression, in characters.
 pub const MAX_EXPRESSION_CHARS: usize = 200;
@@ -46,7 +45,7 @@ pub fn evaluate(expression: &str) -> Result<f64, Rejection> {
     if let Some(c) = p.peek() {
         return Err(syntax(p.pos, format!("unexpected `{c}` at position {}", p.pos)));
     }
-    Ok(super::tidy(value))
+    Ok(crate::tidy(value))
 }
 
 fn syntax(at: usize, message: String) -> Rejection {

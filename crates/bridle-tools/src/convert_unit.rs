@@ -1,10 +1,9 @@
 //! `convert_unit`: length, mass, force, angle and area by SI factors (1 kgf = 9.80665 N exactly,
 //! the standard gravity). Unit names are exact and case-sensitive (`N`, `kN`, `kgf`).
 
+use bridle_core::Code;
+use bridle_core::verdict::{Rejection, clip};
 use serde_json::json;
-
-use crate::code::Code;
-use crate::verdict::{Rejection, clip};
 
 /// Every unit: name, dimension, factor to the dimension's SI unit.
 pub const UNITS: [(&str, &str, f64); 14] = [
@@ -51,7 +50,7 @@ pub fn convert(value: f64, from: &str, to: &str) -> Result<f64, Rejection> {
     if !v.is_finite() {
         return Err(Rejection::new(Code::OutOfRange, format!("`{value}` {from} is out of range in {to}")));
     }
-    Ok(super::tidy(v))
+    Ok(crate::tidy(v))
 }
 
 #[cfg(test)]
