@@ -1,5 +1,6 @@
-//! Graph runs started in the background (`/v1/runs`): the registry of pipelines a run may name
-//! (passed in by the applications, see [`Pipeline`]) and the workflows of `[workflows] dir`, the
+//! Graph runs started in the background, for `/v1/runs` and `bridle run` alike: the registry of
+//! pipelines a run may name (passed in by the applications, see [`Pipeline`]), the workflows of
+//! `[workflows] dir` and workflow files (`bridle run FILE`, acting as the file's principal), the
 //! runs in flight and their event streams, all over the running [`Runtime`] (its checkpointer,
 //! hooks, session model, run settings and decision log).
 //!
@@ -53,13 +54,16 @@ struct Live {
 type LiveMap = Arc<Mutex<HashMap<String, Live>>>;
 
 /// Why a run could not be started, read or resumed.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// Unknown run (or another tenant's).
+    #[error("not_found: {0}")]
     NotFound(String),
     /// Refused with a stable code (`unknown_interrupt`, `stale_checkpoint`, `bad_request`).
+    #[error("{}: {}", .0.code, .0.message)]
     Refused(Rejection),
     /// A store or the runtime failed.
+    #[error("internal: {0}")]
     Internal(String),
 }
 
@@ -104,7 +108,18 @@ pub struct RunPage {
     pub next_after: Option<String>,
 }
 
-/// The runs service `AppState::with_runs` installs.
+/// A workflow file's run started by [`Runs::start_file`].
+#[derive(Debug)]
+pub struct FileRun {
+    /// `{tenant}/{run id}`: the thread, whose run id part is the run's id in the tenant's listing.
+    pub thread: String,
+    /// The time allowed per start or resume.
+    pub allowance: std::time::Duration,
+    /// Its events, `finished` last.
+    pub events: mpsc::UnboundedReceiver<Event>,
+}
+
+/// The runs service `AppState::with_runs` installs and `bridle run` uses.
 pub struct Runs {
     runtime: Arc<Runtime>,
     pipelines: Vec<Pipeline>,
@@ -206,13 +221,44 @@ impl Runs {
         Ok(run_id)
     }
 
-    /// Answers `interrupt_id` of the caller's run with `value`; the rest runs in the background.
-    pub async fn resume(&self, tenant: &str, run_id: &str, interrupt_id: &str, value: Value) -> Result<(), RunError> {
-        let thread = thread_id(tenant, run_id);
-        let checkpoint = match self.latest(&thread).await? {
+    /// Starts a workflow file on `input` in the background, acting as the file's `principal`
+    /// (`bridle run FILE`), with its events from the first on.
+    pub fn start_file(&self, workflow: bridle_core::workflow::Workflow, input: Value) -> Result<FileRun, RunError> {
+        let thread = crate::workflow::new_run_id(&workflow, &self.runtime.config);
+        let compiled = CompiledWorkflow::for_runtime(workflow, &self.runtime, &thread).map_err(RunError::Refused)?;
+        let events = self.track_watched(&thread)?;
+        let allowance = compiled.allowance();
+        let stream = compiled.start(compiled.run_config(&self.runtime, &thread), input);
+        self.runtime.spawn_stream(stream, self.feeder(thread.clone()));
+        Ok(FileRun { thread, allowance, events })
+    }
+
+    /// Answers `interrupt_id` of the paused run `thread` of a workflow file with `value`, acting
+    /// as the file's principal again (`bridle run FILE --resume`); returns the run's events from
+    /// the resume on.
+    pub fn resume_file(
+        &self,
+        workflow: bridle_core::workflow::Workflow,
+        thread: &str,
+        interrupt_id: &str,
+        value: Value,
+    ) -> Result<mpsc::UnboundedReceiver<Event>, RunError> {
+        // The graph refuses (`stale_checkpoint`, in the run's `finished` event) a run that waits
+        // for no such interrupt, and a checkpoint another version of the file wrote.
+        let compiled = CompiledWorkflow::for_runtime(workflow, &self.runtime, thread).map_err(RunError::Refused)?;
+        let events = self.track_watched(thread)?;
+        let stream = compiled.resume(compiled.run_config(&self.runtime, thread), interrupt_id, value);
+        self.runtime.spawn_stream(stream, self.feeder(thread.to_owned()));
+        Ok(events)
+    }
+
+    /// The latest checkpoint of `thread` when it waits for `interrupt_id`; `unknown_interrupt`
+    /// otherwise (`run_id` names the run in messages).
+    async fn pending(&self, thread: &str, run_id: &str, interrupt_id: &str) -> Result<Checkpoint, RunError> {
+        let checkpoint = match self.latest(thread).await? {
             Some(checkpoint) => checkpoint,
             // Started and not paused yet: it waits for nothing.
-            None if self.is_live(&thread) => {
+            None if self.is_live(thread) => {
                 return Err(RunError::Refused(Rejection::new(
                     Code::UnknownInterrupt,
                     format!("run `{run_id}` has no pending interrupt `{interrupt_id}` yet"),
@@ -227,6 +273,13 @@ impl Runs {
                 format!("run `{run_id}` has no pending interrupt `{interrupt_id}`"),
             )));
         }
+        Ok(checkpoint)
+    }
+
+    /// Answers `interrupt_id` of the caller's run with `value`; the rest runs in the background.
+    pub async fn resume(&self, tenant: &str, run_id: &str, interrupt_id: &str, value: Value) -> Result<(), RunError> {
+        let thread = thread_id(tenant, run_id);
+        let checkpoint = self.pending(&thread, run_id, interrupt_id).await?;
         let pipeline = self.pipeline_of(&checkpoint).ok_or_else(|| not_found(run_id))?;
         if pipeline == "workflow" {
             // The file the run was compiled from, unchanged; a changed or removed file cannot
@@ -410,6 +463,17 @@ impl Runs {
         }
         live.insert(thread.to_owned(), Live::default());
         Ok(())
+    }
+
+    /// [`Self::track`] with a subscriber attached before the run starts, so it sees every event.
+    fn track_watched(&self, thread: &str) -> Result<mpsc::UnboundedReceiver<Event>, RunError> {
+        self.track(thread)?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut live = self.live.lock().map_err(|_| RunError::Internal("runs lock poisoned".into()))?;
+        if let Some(entry) = live.get_mut(thread) {
+            entry.subscribers.push(tx);
+        }
+        Ok(rx)
     }
 
     /// The `on_event` callback of a run: keeps the event, copies it to the subscribers, and

@@ -9,8 +9,9 @@ use std::time::Instant;
 use anyhow::Context;
 use bridle_core::checkpoint::ThreadStatus;
 use bridle_runtime::graph::{Event, RunOutcome};
+use bridle_runtime::runs::Runs;
 use bridle_runtime::runtime::RuntimeBuilder;
-use bridle_runtime::workflow::{CompiledWorkflow, load};
+use bridle_runtime::workflow::load;
 use serde_json::{Value, json};
 
 use super::out::line;
@@ -152,60 +153,54 @@ pub async fn run(g: &super::Global, args: &Args) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    let mut builder = RuntimeBuilder::new(config.clone());
+    let mut builder = RuntimeBuilder::new(config.clone()).tools(super::tools());
     if let Some(db) = g.db() {
         builder = builder.store_url(db);
     }
     if let Some(model) = &args.model {
         builder = builder.llm(super::replay::model_from(model)?.0);
     }
-    let runtime = builder.build().await.context("building the runtime")?;
+    let runtime = Arc::new(builder.build().await.context("building the runtime")?);
     // Its chains' heads are signed once more before the process exits, even if the runtime is
     // still shared then.
     super::track(&runtime.stores);
-    // `(run id, interrupt id, value)` to resume a paused run.
-    let resume = match (&args.resume, &args.interrupt, &args.value) {
-        (Some(r), Some(i), Some(v)) => Some((r.as_str(), i.as_str(), v.as_str())),
-        _ => None,
-    };
-    let run_id = match &resume {
-        Some((run_id, _, _)) => (*run_id).to_owned(),
-        None => bridle_runtime::workflow::new_run_id(&workflow, &config),
-    };
-    let compiled = CompiledWorkflow::for_runtime(workflow, &runtime, &run_id)
-        .map_err(|r| anyhow::anyhow!("{}: {}", r.code, r.message))?;
+    // The run goes through the server's run manager: the same run ids, tracking and kill
+    // switches as a run started over `/v1/runs`.
+    let runs = Runs::new(runtime.clone(), bridle_apps::pipelines::registry());
     let started = Instant::now();
-    let mut stream = match resume {
-        Some((_, interrupt, value)) => {
+    let mut events = match (&args.resume, &args.interrupt, &args.value) {
+        (Some(run_id), Some(interrupt), Some(value)) => {
             let value = parse_json("--value", value)?;
             eprintln!("resuming {run_id} at {interrupt}");
-            compiled.resume(compiled.run_config(&runtime, &run_id), interrupt, value)
+            runs.resume_file(workflow, run_id, interrupt, value)?
         }
-        None => {
+        _ => {
             let input = match args.input.as_deref() {
                 Some(text) => parse_json("--input", text)?,
                 None => json!({}),
             };
-            eprintln!(
-                "run {run_id}: workflow `{}` ({} nodes, deadline {} s)",
-                compiled.workflow().name,
-                compiled.workflow().node_count(),
-                compiled.allowance().as_secs()
-            );
-            compiled.start(compiled.run_config(&runtime, &run_id), input)
+            let (name, nodes) = (workflow.name.clone(), workflow.node_count());
+            let run = runs.start_file(workflow, input)?;
+            eprintln!("run {}: workflow `{name}` ({nodes} nodes, deadline {} s)", run.thread, run.allowance.as_secs());
+            run.events
         }
     };
     let mut outcome = None;
-    while let Some(event) = stream.next().await {
+    while let Some(event) = events.recv().await {
         if !g.json {
             progress(&event, started);
         }
         if let Event::Finished { outcome: o } = event {
             outcome = Some(o);
+            break;
         }
     }
     let outcome = outcome.context("the run ended without an outcome")?;
     let code = report(&outcome, &args.file, g.json)?;
-    runtime.shutdown().await;
+    drop(runs);
+    runtime.drain().await;
+    if let Ok(runtime) = Arc::try_unwrap(runtime) {
+        runtime.shutdown().await;
+    }
     Ok(code)
 }
