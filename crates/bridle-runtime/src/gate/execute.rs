@@ -53,7 +53,9 @@ pub(super) async fn read(
     match answer {
         Ok(Ok(result)) => {
             output::taint(gate, tool, principal, run, who, t).await?;
-            Ok((guarded(gate, tool, principal, run, result, t), Decision::Executed))
+            let verdict = guarded(gate, tool, principal, run, result, t);
+            output::taint_hit(gate, tool, principal, run, who, t).await?;
+            Ok((verdict, Decision::Executed))
         }
         Ok(Err(e)) => Err(adapter_rejection(&e).into()),
         Err(_) => Err(timeout(tool).into()),

@@ -4,9 +4,12 @@
 //!
 //! Every string leaf and object key is masked in place (secrets, PII, the `[guard]
 //! sensitive_terms`); a result containing the run's canary is withheld with `output_blocked`; the
-//! result of a tool marked `untrusted_output` is also returned spotlighted, beside the JSON. The
-//! audit record learns finding kinds and counts, never the text. This step decides nothing else:
-//! masking never rejects a call.
+//! result of a tool marked `untrusted_output` is also returned spotlighted, beside the JSON, after
+//! the guard read it on the document channel: an instruction addressed to the model inside it is
+//! a hit, recorded on the call ([`OutputReport::injection`]) and as the run's taint. The audit
+//! record learns finding kinds, counts and families, never the text. This step decides nothing
+//! else: masking and detection never reject a call (the model gets the result delimited and the
+//! run stays tainted).
 
 use std::collections::BTreeMap;
 
@@ -22,9 +25,10 @@ use serde_json::{Map, Value};
 use super::identity::Who;
 use super::trace::Trace;
 use super::{Gate, Stop};
+use crate::guard::Guard;
 
 /// What step 11 did to an executed call's result (see [`super::CallOutcome::output`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct OutputReport {
     /// Finding kinds masked in the result (`secret:<rule>`, `pii:email`, `pii:phone`, `pii:rrn`,
     /// `sensitive_term`) with how many of each; never the text.
@@ -33,6 +37,18 @@ pub struct OutputReport {
     /// The masked result wrapped for a model, present when the tool's output is untrusted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spotlight: Option<Spotlight>,
+    /// The guard found an instruction addressed to the model in the untrusted result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub injection: Option<InjectionHit>,
+}
+
+/// What the guard found in an untrusted result: its score and families, never the text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InjectionHit {
+    /// The detector's score (`0.0..=1.0`; a hit is at or above the block score).
+    pub score: f64,
+    /// The families found (`instruction_override`, `prompt_extraction` …).
+    pub categories: Vec<String>,
 }
 
 /// A result spotlighted for a model: text between `<<UNTRUSTED D>>` and `<</UNTRUSTED D>>`.
@@ -60,14 +76,23 @@ impl OutputReport {
                 parts.push("the result contains the spotlight delimiter (flagged)".to_owned());
             }
         }
+        if let Some(hit) = &self.injection {
+            parts.push(format!(
+                "the guard found an instruction to the model in it (score {:.2}: {}); the run is tainted",
+                hit.score,
+                hit.categories.join(", ")
+            ));
+        }
         (!parts.is_empty()).then(|| parts.join("; "))
     }
 }
 
-/// The masker of one gate, built from the configuration's `[guard]` section.
+/// The masker and the guard of one gate, built from the configuration's `[guard]` section.
 pub(crate) struct OutputGuard {
     /// `Err` when it could not be built: then every result is withheld (fail closed).
     masker: Result<Masker, String>,
+    /// `Err` when the detector could not be built: then every untrusted result is withheld.
+    guard: Result<Guard, String>,
 }
 
 /// A result after step 11.
@@ -84,11 +109,15 @@ impl OutputGuard {
         if let Err(e) = &masker {
             tracing::error!(error = %e, "the output guard could not be built; every tool result will be withheld");
         }
-        Self { masker }
+        let guard = Guard::from_settings(settings).map_err(|e| e.to_string());
+        if let Err(e) = &guard {
+            tracing::error!(error = %e, "the guard could not be built; every untrusted tool result will be withheld");
+        }
+        Self { masker, guard }
     }
 
-    /// Masks `result`, withholds it if it leaks `canary`, and spotlights it with the run's
-    /// delimiter when `untrusted`.
+    /// Masks `result`, withholds it if it leaks `canary`, and when `untrusted` reads it for
+    /// instructions to the model and spotlights it with the run's delimiter.
     pub(crate) fn guard(
         &self,
         tool: &str,
@@ -114,20 +143,37 @@ impl OutputGuard {
                 format!("the result of `{tool}` contains the session canary and is withheld"),
             ));
         }
-        let spotlight = untrusted.then(|| {
-            let text = match &result {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            let lit = spotlight(&text, run_seed(tenant, run_id), None);
-            Spotlight {
-                text: lit.text,
-                delimiter: lit.delimiter,
-                closing_delimiter_in_result: lit.closing_delimiter_in_document,
+        if !untrusted {
+            let report = (!masked.is_empty()).then(|| OutputReport { masked, ..OutputReport::default() });
+            return Guarded::Pass(result, report);
+        }
+        let guard = match &self.guard {
+            Ok(g) => g,
+            Err(e) => {
+                return Guarded::Withheld(Rejection::new(
+                    Code::OutputBlocked,
+                    format!("the untrusted result of `{tool}` is withheld: the guard is unavailable ({e})"),
+                ));
             }
+        };
+        let text = match &result {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        // Read whole whatever its size: the channel's limit refuses inputs, and a result has
+        // already been produced; a hit is recorded, never a reason to drop the result.
+        let found = guard.document(&text);
+        let injection = found.blocked().then(|| InjectionHit {
+            score: found.score,
+            categories: found.categories.iter().map(|c| c.as_str().to_owned()).collect(),
         });
-        let report = (!masked.is_empty() || spotlight.is_some()).then_some(OutputReport { masked, spotlight });
-        Guarded::Pass(result, report)
+        let lit = spotlight(&text, run_seed(tenant, run_id), None);
+        let spotlight = Some(Spotlight {
+            text: lit.text,
+            delimiter: lit.delimiter,
+            closing_delimiter_in_result: lit.closing_delimiter_in_document,
+        });
+        Guarded::Pass(result, Some(OutputReport { masked, spotlight, injection }))
     }
 }
 
@@ -243,6 +289,38 @@ pub(super) async fn taint(
     };
     gate.stores.run_flags.taint(&mark).await?;
     tracing::info!(call_id = %t.call_id, tool = %tool.name, run_id = %run.run_id, "run tainted by untrusted output");
+    Ok(())
+}
+
+/// Records a hit of step 11 (an instruction to the model in `tool`'s untrusted result) as a taint
+/// of the run and of the call's actor, beside the taint the output itself left (a store failure
+/// stops the call, as for that taint).
+pub(super) async fn taint_hit(
+    gate: &Gate,
+    tool: &ToolContract,
+    principal: &Principal,
+    run: &RunContext,
+    who: &Who,
+    t: &Trace,
+) -> Result<(), Stop> {
+    let Some(hit) = t.output.as_ref().and_then(|o| o.injection.as_ref()) else { return Ok(()) };
+    let reason = format!(
+        "instruction to the model ({}) in the output of `{}` in call `{}` of run `{}`",
+        hit.categories.join(", "),
+        tool.name,
+        t.call_id,
+        run.run_id
+    );
+    let actor = (!gate.config.taint.window.is_zero()).then(|| who.actor(principal));
+    let mark = TaintMark {
+        tenant: &principal.tenant,
+        run_id: &run.run_id,
+        actor: actor.as_deref(),
+        reason: &reason,
+        at: t.now,
+    };
+    gate.stores.run_flags.taint(&mark).await?;
+    tracing::warn!(call_id = %t.call_id, tool = %tool.name, run_id = %run.run_id, categories = ?hit.categories, "instruction to the model in an untrusted result");
     Ok(())
 }
 
