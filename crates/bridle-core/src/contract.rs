@@ -113,8 +113,13 @@ pub struct ResourceRef {
 pub struct ToolContract {
     /// Unique name.
     pub name: String,
+    /// Human-readable name (`[tools.X] title`, default from the name: `Scale replicas`).
+    pub title: String,
     /// What the tool does, shown to models.
     pub description: String,
+    /// Calling it again with the same arguments has no further effect
+    /// (`[tools.X] idempotent = true`; default false).
+    pub idempotent: bool,
     /// Read or change.
     pub mode: Mode,
     /// Scope a principal needs to see and call it.
@@ -236,7 +241,9 @@ fn schema_hash(tools: &BTreeMap<String, Arc<ToolContract>>) -> String {
         .map(|t| {
             serde_json::json!({
                 "name": t.name,
+                "title": t.title,
                 "description": t.description,
+                "idempotent": t.idempotent,
                 "mode": t.mode,
                 "scope": t.scope,
                 "risk": t.risk.as_str(),

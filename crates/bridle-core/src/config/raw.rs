@@ -104,6 +104,12 @@ pub(super) struct RawExecutor {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawTool {
     pub description: String,
+    /// A human-readable name for consoles and MCP clients (default: from the name).
+    #[serde(default)]
+    pub title: Option<String>,
+    /// Calling it again with the same arguments has no further effect (MCP `idempotentHint`).
+    #[serde(default)]
+    pub idempotent: bool,
     pub mode: Mode,
     pub scope: String,
     pub risk: RiskTier,

@@ -15,6 +15,8 @@ use crate::principal::Principal;
 
 /// Longest adapter timeout a tool may declare.
 const MAX_TIMEOUT_MS: u64 = 600_000;
+/// Longest tool title, in characters.
+const MAX_TITLE_CHARS: usize = 120;
 /// Default adapter timeout.
 const DEFAULT_TIMEOUT_MS: u64 = 5_000;
 /// Most calls `[intake] max_calls` may allow.
@@ -235,6 +237,11 @@ fn tool_contract(
         ),
         Some(_) => {}
     }
+    if let Some(title) = &tool.title
+        && (title.trim().is_empty() || title.chars().count() > MAX_TITLE_CHARS || title.chars().any(char::is_control))
+    {
+        errors.push(format!("{at}.title"), format!("must be 1 to {MAX_TITLE_CHARS} characters, no control characters"));
+    }
     let timeout_ms = tool.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
     if timeout_ms == 0 || timeout_ms > MAX_TIMEOUT_MS {
         errors.push(format!("{at}.timeout_ms"), format!("must be between 1 and {MAX_TIMEOUT_MS}"));
@@ -286,7 +293,9 @@ fn tool_contract(
     }
     Some(ToolContract {
         name: name.to_owned(),
+        title: tool.title.clone().unwrap_or_else(|| title_of(name)),
         description: tool.description.clone(),
+        idempotent: tool.idempotent,
         mode: tool.mode,
         scope: tool.scope.clone(),
         risk: tool.risk,
@@ -298,6 +307,13 @@ fn tool_contract(
         schema: Arc::new(schema?),
         untrusted_output: tool.untrusted_output,
     })
+}
+
+/// `scale_replicas` → `Scale replicas`: the title of a tool that names none.
+fn title_of(name: &str) -> String {
+    let spaced = name.replace(['_', '-'], " ");
+    let mut chars = spaced.chars();
+    chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default()
 }
 
 fn check_params(at: &str, tool: &RawTool, schema: &Value, errors: &mut Errors) {

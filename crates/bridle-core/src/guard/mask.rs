@@ -238,7 +238,8 @@ mod tests {
             unreachable!("a 100 KB term was accepted")
         };
         assert!(err.to_string().contains("at most 256 characters"), "{err}");
-        assert!(started.elapsed() < std::time::Duration::from_secs(2));
+        // Refused before any pattern is built: far under this ceiling even on a busy machine.
+        assert!(started.elapsed() < std::time::Duration::from_secs(20));
         assert!(masker().with_terms(&["y".repeat(256)]).is_ok());
     }
 

@@ -55,6 +55,38 @@ fn an_agent_credential_sees_only_its_agents_tools() {
 }
 
 #[test]
+fn mcp_tools_carry_annotations_from_the_contract_and_titles_are_bounded() {
+    let c = load_example_with(|t| {
+        t.replace(
+            "[tools.scale_replicas]\n",
+            "[tools.scale_replicas]\ntitle = \"Scale a service\"\nidempotent = true\n",
+        )
+        .replace("risk = \"limited_change\"", "risk = \"destructive\"")
+        .replace("risk_ceiling = \"limited_change\"", "risk_ceiling = \"destructive\"")
+    })
+    .unwrap();
+    let requester = c.principals["requester-1"].clone();
+    let listed = c.registry.mcp_tools(&requester, &c.agents);
+    let by_name = |n: &str| listed.as_array().unwrap().iter().find(|t| t["name"] == n).unwrap().clone();
+    let scale = by_name("scale_replicas");
+    assert_eq!(scale["title"], "Scale a service");
+    assert_eq!(
+        scale["annotations"],
+        serde_json::json!({"title": "Scale a service", "readOnlyHint": false, "destructiveHint": true, "idempotentHint": true})
+    );
+    let read = by_name("get_service_snapshot");
+    assert_eq!(read["annotations"], serde_json::json!({"title": "Get service snapshot", "readOnlyHint": true}));
+    // A title is 1 to 120 printable characters.
+    for bad in ["\"\"", "\"a\\u0007b\"", &format!("\"{}\"", "x".repeat(121))] {
+        let err = load_example_with(|t| {
+            t.replace("[tools.scale_replicas]\n", &format!("[tools.scale_replicas]\ntitle = {bad}\n"))
+        })
+        .unwrap_err();
+        assert!(err.to_string().contains("tools.scale_replicas.title"), "{bad}: {err}");
+    }
+}
+
+#[test]
 fn every_error_is_listed_at_once() {
     let err = load_example_with(|t| {
         t.replace("executor = \"reader-identity\"", "executor = \"changer-identity\"")

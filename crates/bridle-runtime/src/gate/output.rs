@@ -279,15 +279,7 @@ pub(super) async fn taint(
         return Ok(());
     }
     let reason = format!("output of `{}` in call `{}` of run `{}`", tool.name, t.call_id, run.run_id);
-    let actor = (!gate.config.taint.window.is_zero()).then(|| who.actor(principal));
-    let mark = TaintMark {
-        tenant: &principal.tenant,
-        run_id: &run.run_id,
-        actor: actor.as_deref(),
-        reason: &reason,
-        at: t.now,
-    };
-    gate.stores.run_flags.taint(&mark).await?;
+    mark(gate, principal, run, who, &reason, t).await?;
     tracing::info!(call_id = %t.call_id, tool = %tool.name, run_id = %run.run_id, "run tainted by untrusted output");
     Ok(())
 }
@@ -304,23 +296,29 @@ pub(super) async fn taint_hit(
     t: &Trace,
 ) -> Result<(), Stop> {
     let Some(hit) = t.output.as_ref().and_then(|o| o.injection.as_ref()) else { return Ok(()) };
+    let families = hit.categories.join(", ");
     let reason = format!(
-        "instruction to the model ({}) in the output of `{}` in call `{}` of run `{}`",
-        hit.categories.join(", "),
-        tool.name,
-        t.call_id,
-        run.run_id
+        "instruction to the model ({families}) in the output of `{}` in call `{}` of run `{}`",
+        tool.name, t.call_id, run.run_id
     );
+    mark(gate, principal, run, who, &reason, t).await?;
+    tracing::warn!(call_id = %t.call_id, tool = %tool.name, run_id = %run.run_id, %families, "instruction to the model in an untrusted result");
+    Ok(())
+}
+
+/// Taints the run and, with a `[taint] window`, the call's actor (its credential's agent, or its
+/// subject) for `reason`.
+async fn mark(
+    gate: &Gate,
+    principal: &Principal,
+    run: &RunContext,
+    who: &Who,
+    reason: &str,
+    t: &Trace,
+) -> Result<(), Stop> {
     let actor = (!gate.config.taint.window.is_zero()).then(|| who.actor(principal));
-    let mark = TaintMark {
-        tenant: &principal.tenant,
-        run_id: &run.run_id,
-        actor: actor.as_deref(),
-        reason: &reason,
-        at: t.now,
-    };
+    let mark = TaintMark { tenant: &principal.tenant, run_id: &run.run_id, actor: actor.as_deref(), reason, at: t.now };
     gate.stores.run_flags.taint(&mark).await?;
-    tracing::warn!(call_id = %t.call_id, tool = %tool.name, run_id = %run.run_id, categories = ?hit.categories, "instruction to the model in an untrusted result");
     Ok(())
 }
 

@@ -94,7 +94,16 @@ async fn handshake_negotiates_2025_11_25_and_lists_the_callers_tools_with_schema
     let tools = requester.list_all_tools().await.unwrap();
     let scale = tools.iter().find(|t| t.name == "scale_replicas").unwrap();
     assert!(scale.input_schema.contains_key("properties"), "{:?}", scale.input_schema);
-    assert!(scale.annotations.is_none(), "no annotation is made up or passed on");
+    // Annotations come from the contract: a limited change, not declared idempotent.
+    let hints = scale.annotations.clone().unwrap();
+    assert_eq!(hints.title.as_deref(), Some("Scale replicas"));
+    assert_eq!(
+        (hints.read_only_hint, hints.destructive_hint, hints.idempotent_hint),
+        (Some(false), Some(false), Some(false))
+    );
+    let snapshot = tools.iter().find(|t| t.name == "get_service_snapshot").unwrap();
+    let hints = snapshot.annotations.clone().unwrap();
+    assert_eq!((hints.read_only_hint, hints.destructive_hint), (Some(true), None));
     assert_eq!(tool_names(&requester).await, ["get_service_snapshot", "scale_replicas"]);
     // viewer-4 holds `service:read` only: the change tool is not even listed.
     let viewer = connect(&url, "viewer-4").await;
