@@ -145,7 +145,7 @@ pub fn router(state: AppState) -> Router {
 
 /// Liveness (no token needed).
 #[utoipa::path(
-    get, path = "/healthz", tag = "meta",
+    get, path = "/healthz", operation_id = "health", tag = "meta",
     responses((status = 200, description = "`{\"status\": \"ok\", \"version\"}`", body = openapi::Health))
 )]
 pub async fn healthz() -> Json<Value> {

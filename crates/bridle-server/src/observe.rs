@@ -100,7 +100,7 @@ pub async fn observe(req: Request, next: Next) -> Response {
 
 /// `GET /metrics`: the Prometheus text format, for a caller holding `metrics:read`.
 #[utoipa::path(
-    get, path = "/metrics", tag = "meta",
+    get, path = "/metrics", operation_id = "metrics", tag = "meta",
     security(("bearer" = [])),
     responses(
         (status = 200, description = "Prometheus text format (version 0.0.4)", body = String, content_type = "text/plain"),

@@ -367,7 +367,7 @@ pub struct ApiDoc;
 
 /// This document (no token needed).
 #[utoipa::path(
-    get, path = "/openapi.json", tag = "meta",
+    get, path = "/openapi.json", operation_id = "openapiDocument", tag = "meta",
     responses((status = 200, description = "this OpenAPI 3.1 document", body = serde_json::Value))
 )]
 pub async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {

@@ -39,6 +39,10 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 
+echo "-- openapi-spec-validator on /openapi.json"
+curl -sf "$base/openapi.json" > "$work/openapi.json"
+"$(dirname "$st")/openapi-spec-validator" "$work/openapi.json"
+
 token() {
   "$binary" token issue --subject "$1" --tenant tenant-a --services checkout --scopes "$2" --ttl 1h
 }

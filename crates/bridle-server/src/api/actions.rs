@@ -50,7 +50,7 @@ pub struct OutcomeStored {
 
 /// Rates an executed action of the caller's tenant.
 #[utoipa::path(
-    post, path = "/v1/actions/{job_id}/outcome", tag = "feedback",
+    post, path = "/v1/actions/{job_id}/outcome", operation_id = "rateActionOutcome", tag = "feedback",
     params(("job_id" = String, Path, description = "the job that executed the action")),
     request_body = OutcomeBody,
     security(("bearer" = [])),

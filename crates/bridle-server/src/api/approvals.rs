@@ -57,7 +57,7 @@ fn answer(request: &ApprovalRequest) -> Result<Json<Value>, ApiError> {
 
 /// Pending approval requests of the caller's tenant.
 #[utoipa::path(
-    get, path = "/v1/approvals", tag = "approvals",
+    get, path = "/v1/approvals", operation_id = "listApprovals", tag = "approvals",
     security(("bearer" = [])),
     responses(
         (status = 200, description = "`{\"approvals\": [ApprovalRequest]}`: pending, unexpired requests of the caller's tenant", body = crate::openapi::ApprovalList),
@@ -92,7 +92,7 @@ fn with_risk(state: &AppState, pending: &[bridle_core::approval::ApprovalRequest
 /// The state is read with the read tool's own identity (the caller needs no read scope); a
 /// failed read leaves `current` null and says why in `diff_error`, never hiding the request.
 #[utoipa::path(
-    get, path = "/v1/approvals/{id}", tag = "approvals",
+    get, path = "/v1/approvals/{id}", operation_id = "getApproval", tag = "approvals",
     params(("id" = String, Path, description = "approval id")),
     security(("bearer" = [])),
     responses(
@@ -127,7 +127,7 @@ pub async fn show(
 
 /// Adds the caller's grant.
 #[utoipa::path(
-    post, path = "/v1/approvals/{id}/approve", tag = "approvals",
+    post, path = "/v1/approvals/{id}/approve", operation_id = "approveApproval", tag = "approvals",
     params(("id" = String, Path, description = "approval id")),
     security(("bearer" = [])),
     responses(
@@ -151,7 +151,7 @@ pub async fn approve(
 
 /// Rejects a pending request with a reason.
 #[utoipa::path(
-    post, path = "/v1/approvals/{id}/reject", tag = "approvals",
+    post, path = "/v1/approvals/{id}/reject", operation_id = "rejectApproval", tag = "approvals",
     params(("id" = String, Path, description = "approval id")),
     request_body = RejectBody,
     security(("bearer" = [])),
@@ -196,7 +196,7 @@ pub struct ApprovalsFrame {
 /// expired, whoever did it). The stream stays open until the client leaves or the server shuts
 /// down.
 #[utoipa::path(
-    get, path = "/v1/approvals/events", tag = "approvals",
+    get, path = "/v1/approvals/events", operation_id = "streamApprovalEvents", tag = "approvals",
     security(("bearer" = [])),
     responses(
         (status = 200, description = "`text/event-stream`: `event: approvals`, `data: {\"approvals\": [ApprovalRequest]}` now and on every change", body = ApprovalsFrame, content_type = "text/event-stream"),

@@ -34,7 +34,7 @@ pub struct AuditQuery {
 
 /// One page of the caller's tenant's audit events.
 #[utoipa::path(
-    get, path = "/v1/audit", tag = "audit",
+    get, path = "/v1/audit", operation_id = "listAuditEvents", tag = "audit",
     params(AuditQuery),
     security(("bearer" = [])),
     responses(
@@ -154,7 +154,7 @@ impl TailStatus {
 /// Verifies the hash chain of the caller's tenant's audit log from its first event, and checks it
 /// against the signed heads of the head log (a deleted tail is named).
 #[utoipa::path(
-    get, path = "/v1/audit/verify", tag = "audit",
+    get, path = "/v1/audit/verify", operation_id = "verifyAudit", tag = "audit",
     security(("bearer" = [])),
     responses(
         (status = 200, description = "the chain's status; a broken chain, a deleted or rewritten tail, an untrusted head line or an unreadable head log is a 200 with `ok: false`", body = ChainStatus),

@@ -58,7 +58,7 @@ pub struct CallBody {
 
 /// Runs the call(s) through the gate.
 #[utoipa::path(
-    post, path = "/v1/calls", tag = "calls",
+    post, path = "/v1/calls", operation_id = "createCall", tag = "calls",
     request_body = CallBody,
     security(("bearer" = [])),
     responses(

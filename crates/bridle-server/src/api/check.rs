@@ -25,7 +25,7 @@ pub struct CheckBody {
 
 /// Checks an answer on the workbench.
 #[utoipa::path(
-    post, path = "/v1/check", tag = "workbench",
+    post, path = "/v1/check", operation_id = "checkAnswer", tag = "workbench",
     request_body = CheckBody,
     security(("bearer" = [])),
     responses(

@@ -86,7 +86,7 @@ pub struct DriftAnswer {
 
 /// Runs the CUSUM detector over the caller's tenant's recent decision records.
 #[utoipa::path(
-    get, path = "/v1/drift", tag = "runs",
+    get, path = "/v1/drift", operation_id = "scanDrift", tag = "runs",
     params(DriftQuery),
     security(("bearer" = [])),
     responses(

@@ -85,7 +85,7 @@ pub struct FeedbackQuery {
 
 /// Rates one of the caller's tenant's decisions.
 #[utoipa::path(
-    post, path = "/v1/decisions/{id}/feedback", tag = "feedback",
+    post, path = "/v1/decisions/{id}/feedback", operation_id = "addFeedback", tag = "feedback",
     params(("id" = String, Path, description = "decision id")),
     request_body = FeedbackBody,
     security(("bearer" = [])),
@@ -135,7 +135,7 @@ pub async fn add(
 
 /// The caller's tenant's feedback, newest first.
 #[utoipa::path(
-    get, path = "/v1/feedback", tag = "feedback",
+    get, path = "/v1/feedback", operation_id = "listFeedback", tag = "feedback",
     params(FeedbackQuery),
     security(("bearer" = [])),
     responses(

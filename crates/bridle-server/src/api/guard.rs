@@ -38,7 +38,7 @@ pub enum ScanChannel {
 
 /// Scans a text for injection and obfuscation.
 #[utoipa::path(
-    post, path = "/v1/guard/scan", tag = "guard",
+    post, path = "/v1/guard/scan", operation_id = "scanText", tag = "guard",
     request_body = ScanBody,
     security(("bearer" = [])),
     responses(

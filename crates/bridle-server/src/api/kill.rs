@@ -51,7 +51,7 @@ fn scope(caller: &Caller, body: &KillBody) -> Result<(KillScope, String), ApiErr
 
 /// Sets the kill switch of the caller's tenant (or of one agent in it).
 #[utoipa::path(
-    post, path = "/v1/kill", tag = "kill",
+    post, path = "/v1/kill", operation_id = "setKillSwitch", tag = "kill",
     request_body = KillBody,
     security(("bearer" = [])),
     responses(
@@ -78,7 +78,7 @@ pub async fn set(
 
 /// Lifts the kill switch of exactly that scope in the caller's tenant.
 #[utoipa::path(
-    post, path = "/v1/kill/lift", tag = "kill",
+    post, path = "/v1/kill/lift", operation_id = "liftKillSwitch", tag = "kill",
     request_body = KillBody,
     security(("bearer" = [])),
     responses(
@@ -101,7 +101,7 @@ pub async fn lift(
 
 /// The switches covering the caller's tenant (its own and global ones).
 #[utoipa::path(
-    get, path = "/v1/kill", tag = "kill",
+    get, path = "/v1/kill", operation_id = "listKillSwitches", tag = "kill",
     security(("bearer" = [])),
     responses(
         (status = 200, description = "`{\"switches\": [{tenant?, agent?, reason, set_by, set_at}]}`", body = crate::openapi::KillList),

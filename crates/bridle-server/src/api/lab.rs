@@ -269,7 +269,7 @@ fn to_json<T: serde::Serialize>(report: &T) -> Result<Json<Value>, ApiError> {
 
 /// Replays a pasted agent loop through the gate and checks the final answer.
 #[utoipa::path(
-    post, path = "/v1/lab/loop", tag = "workbench",
+    post, path = "/v1/lab/loop", operation_id = "runLabLoop", tag = "workbench",
     request_body = LoopBody,
     security(("bearer" = [])),
     responses(
@@ -301,7 +301,7 @@ pub async fn run_loop(
 
 /// Reads a pasted plan and checks it against the step count asked for.
 #[utoipa::path(
-    post, path = "/v1/lab/plan", tag = "workbench",
+    post, path = "/v1/lab/plan", operation_id = "runLabPlan", tag = "workbench",
     request_body = PlanBody,
     security(("bearer" = [])),
     responses(
@@ -318,7 +318,7 @@ pub async fn plan(_caller: Caller, JsonBody(body): JsonBody<PlanBody>) -> Result
 
 /// Labels each sentence of an answer to the injection lab: followed, reported or not mentioned.
 #[utoipa::path(
-    post, path = "/v1/lab/judge", tag = "workbench",
+    post, path = "/v1/lab/judge", operation_id = "runLabJudge", tag = "workbench",
     request_body = JudgeBody,
     security(("bearer" = [])),
     responses(
@@ -335,7 +335,7 @@ pub async fn run_judge(_caller: Caller, JsonBody(body): JsonBody<JudgeBody>) -> 
 
 /// Assembles a lab's prompt to copy into any model.
 #[utoipa::path(
-    post, path = "/v1/lab/prompt", tag = "workbench",
+    post, path = "/v1/lab/prompt", operation_id = "buildLabPrompt", tag = "workbench",
     request_body = PromptBody,
     security(("bearer" = [])),
     responses(

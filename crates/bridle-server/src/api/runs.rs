@@ -248,7 +248,7 @@ fn run_id(id: &str) -> Result<&str, ApiError> {
 
 /// Starts a pipeline run in the background.
 #[utoipa::path(
-    post, path = "/v1/runs", tag = "runs",
+    post, path = "/v1/runs", operation_id = "startRun", tag = "runs",
     request_body = StartBody,
     security(("bearer" = [])),
     responses(
@@ -315,7 +315,7 @@ pub async fn start(
 
 /// The caller's tenant's runs, newest first, a page at a time.
 #[utoipa::path(
-    get, path = "/v1/runs", tag = "runs",
+    get, path = "/v1/runs", operation_id = "listRuns", tag = "runs",
     params(RunsQuery),
     security(("bearer" = [])),
     responses(
@@ -358,7 +358,7 @@ pub async fn list(
 
 /// Where one of the caller's runs stands: status, steps, pending interrupts and state.
 #[utoipa::path(
-    get, path = "/v1/runs/{id}", tag = "runs",
+    get, path = "/v1/runs/{id}", operation_id = "getRun", tag = "runs",
     params(("id" = String, Path, description = "run id")),
     security(("bearer" = [])),
     responses(
@@ -388,7 +388,7 @@ pub async fn show(
 /// The run's events as Server-Sent Events (`event:` is the event's `event` field, `data:` the
 /// event as JSON), ending with `finished`; a finished run gives its outcome as one `finished`.
 #[utoipa::path(
-    get, path = "/v1/runs/{id}/events", tag = "runs",
+    get, path = "/v1/runs/{id}/events", operation_id = "streamRunEvents", tag = "runs",
     params(("id" = String, Path, description = "run id")),
     security(("bearer" = [])),
     responses(
@@ -419,7 +419,7 @@ pub async fn events(
 
 /// Answers a pending interrupt of the caller's run; the rest runs in the background.
 #[utoipa::path(
-    post, path = "/v1/runs/{id}/resume", tag = "runs",
+    post, path = "/v1/runs/{id}/resume", operation_id = "resumeRun", tag = "runs",
     params(("id" = String, Path, description = "run id")),
     request_body = ResumeBody,
     security(("bearer" = [])),
@@ -449,7 +449,7 @@ pub async fn resume(
 
 /// The caller's tenant's most recent decision records (one per analyst call), newest first.
 #[utoipa::path(
-    get, path = "/v1/decisions", tag = "runs",
+    get, path = "/v1/decisions", operation_id = "listDecisions", tag = "runs",
     params(DecisionsQuery),
     security(("bearer" = [])),
     responses(

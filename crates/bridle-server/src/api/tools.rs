@@ -32,7 +32,7 @@ pub enum ToolsFormat {
 
 /// The caller's exposed tools.
 #[utoipa::path(
-    get, path = "/v1/tools", tag = "tools",
+    get, path = "/v1/tools", operation_id = "listTools", tag = "tools",
     params(ToolsQuery),
     security(("bearer" = [])),
     responses(

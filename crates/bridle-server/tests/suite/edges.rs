@@ -272,6 +272,22 @@ async fn every_code_the_edge_answers_with_is_in_the_readme_table() {
 }
 
 #[tokio::test]
+async fn every_operation_has_a_unique_id_and_a_tag() {
+    let app = app().await;
+    let (_, _, doc) = exchange(&app, request(Method::GET, "/openapi.json", None).body(Body::empty()).unwrap()).await;
+    let doc: Value = serde_json::from_slice(&doc).unwrap();
+    let mut ids = std::collections::BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            let id = operation["operationId"].as_str().unwrap_or_else(|| panic!("{method} {path} has no operationId"));
+            assert!(ids.insert(id.to_owned()), "operationId `{id}` of {method} {path} is used twice");
+            assert!(operation["tags"].as_array().is_some_and(|t| !t.is_empty()), "{method} {path} has no tag");
+        }
+    }
+    assert!(ids.len() >= 30, "{ids:?}");
+}
+
+#[tokio::test]
 async fn head_limit_media_type_and_ambiguous_token_answers_were_undocumented() {
     let app = app().await;
     let (_, _, doc) = exchange(&app, request(Method::GET, "/openapi.json", None).body(Body::empty()).unwrap()).await;
