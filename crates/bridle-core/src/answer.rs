@@ -5,7 +5,8 @@
 //! blocks; ReAct lines; then balanced `{…}`/`[…]` candidates found by bracket matching. Each
 //! JSON text is read as written, then once more after repairing curly quotes and trailing
 //! commas. Inside the JSON, Bridle's `{tool|name, arguments|args|parameters|input}` (single or
-//! in an array), OpenAI `tool_calls` and Anthropic `tool_use` blocks are recognised.
+//! in an array), OpenAI `tool_calls`, OpenAI Responses `function_call` items (and a response's
+//! `output`) and Anthropic `tool_use` blocks are recognised, with the caller's id of each call.
 //!
 //! Total and linear: every layer walks the text once, bracket candidates are disjoint until a
 //! candidate fails (then its children are tried), and the bytes handed to the JSON reader are
@@ -99,6 +100,10 @@ pub struct ParsedCall {
     /// The text it was read from: the call's own element of a top-level array, else the whole
     /// JSON text (document, block, candidate) or ReAct step that held it.
     pub span: Span,
+    /// The caller's id of the call (OpenAI `id` / `call_id`, Anthropic `id`, or `tool_call_id`,
+    /// `tool_use_id`, `call_id` in Bridle's own shape), when well formed: echoed on its outcome.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
 }
 
 /// The calls of an answer.
@@ -180,6 +185,7 @@ impl Reader<'_> {
                     arguments: s.arguments,
                     format: s.format,
                     span: Span { start: own.start, end: own.end },
+                    call_id: s.call_id,
                 }
             })
             .collect();
@@ -223,6 +229,7 @@ impl Reader<'_> {
                 arguments,
                 format: Format::React,
                 span: Span { start: step.start, end },
+                call_id: None,
             });
         }
         calls

@@ -50,6 +50,9 @@ pub struct ParseStatus {
 /// One call and its verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckedCall {
+    /// The answer's own id of the call (OpenAI `id` / `call_id`, Anthropic `id`), when it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
     /// Tool named.
     pub tool: String,
     /// Arguments as read.
@@ -144,6 +147,7 @@ pub async fn check(
                 },
             };
             CheckedCall {
+                tool_call_id: call.outcome.tool_call_id.clone(),
                 tool: call.tool,
                 arguments: call.arguments,
                 status,

@@ -127,6 +127,11 @@ pub enum Verdict {
 pub struct CallOutcome {
     /// Call id (the audit event and tracing span carry it too).
     pub call_id: String,
+    /// The caller's own id of the call, echoed so verdicts can be matched to calls: the
+    /// `tool_call_id` of a structured call, or the id a model's answer gave it (OpenAI `id` /
+    /// `call_id`, Anthropic `id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
     /// Tool named.
     pub tool: String,
     /// The run the call was made in: the caller's, or the one the server minted for a call that

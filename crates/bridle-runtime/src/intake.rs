@@ -120,11 +120,9 @@ pub async fn intake(
     let calls = read
         .into_iter()
         .zip(outcomes)
-        .map(|(call, outcome)| Admitted {
-            tool: call.tool,
-            arguments: call.arguments,
-            read: Some((call.format, call.span)),
-            outcome,
+        .map(|(call, mut outcome)| {
+            outcome.tool_call_id = call.call_id;
+            Admitted { tool: call.tool, arguments: call.arguments, read: Some((call.format, call.span)), outcome }
         })
         .collect();
     Ok(Intook { parse, calls })

@@ -170,6 +170,7 @@ impl Reconciler {
                 .as_ref()
                 .and_then(|o| serde_json::from_value::<CallOutcome>(o.clone()).ok())
                 .unwrap_or_else(|| CallOutcome {
+                    tool_call_id: None,
                     call_id: String::new(),
                     tool: job.plan.tool.clone(),
                     run_id: job.plan.run_id.clone(),

@@ -219,24 +219,33 @@ fn add_middleware_responses(operation: &mut Operation) {
     }
 }
 
-/// `CallBody` takes exactly one of `tool` (with `arguments`) and `answer` (without); the derived
-/// schema cannot say so, so both branches are spelled out as a `oneOf` beside it.
+/// `CallBody` takes exactly one of `tool` (with `arguments` and `tool_call_id`) and `answer`
+/// (text, an object or an array, without them); the derived schema cannot say so, so both
+/// branches are spelled out as a `oneOf` beside it.
 struct CallBodyChoice;
 
 impl Modify for CallBodyChoice {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let Some(schemas) = openapi.components.as_mut().map(|c| &mut c.schemas) else { return };
         let Some(derived) = schemas.remove("CallBody") else { return };
-        let branch = |given: &str, absent: &[&str]| {
-            let mut object =
-                ObjectBuilder::new().required(given).property(given, ObjectBuilder::new().schema_type(Type::String));
+        let branch = |given: &str, schema: utoipa::openapi::Schema, absent: &[&str]| {
+            let mut object = ObjectBuilder::new().required(given).property(given, schema);
             for name in absent {
                 object = object.property(*name, ObjectBuilder::new().schema_type(Type::Null));
             }
             object.build()
         };
-        let choice =
-            OneOfBuilder::new().item(branch("tool", &["answer"])).item(branch("answer", &["tool", "arguments"]));
+        let text = || ObjectBuilder::new().schema_type(Type::String).build();
+        let answer = OneOfBuilder::new()
+            .item(text())
+            .item(ObjectBuilder::new().schema_type(Type::Object).build())
+            .item(utoipa::openapi::ArrayBuilder::new().items(ObjectBuilder::new().build()).build())
+            .build();
+        let choice = OneOfBuilder::new().item(branch("tool", text().into(), &["answer"])).item(branch(
+            "answer",
+            answer.into(),
+            &["tool", "arguments", "tool_call_id"],
+        ));
         let combined = AllOfBuilder::new()
             .item(derived)
             .item(choice)

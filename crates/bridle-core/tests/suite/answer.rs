@@ -211,6 +211,49 @@ fn arguments_are_kept_as_written() {
 }
 
 #[test]
+fn responses_api_items_and_the_callers_call_ids_are_read() {
+    // One Responses API `function_call` item, its arguments a JSON string; `call_id` wins over
+    // the item's own `id`.
+    let item = json!({"type": "function_call", "id": "fc_1", "call_id": "call_A1", "name": "calculate",
+                      "arguments": "{\"expression\": \"2*3\"}"});
+    let p = parse(&item.to_string()).unwrap();
+    assert_eq!((p.format, p.calls[0].tool.as_str()), (Format::Openai, "calculate"));
+    assert_eq!(p.calls[0].arguments, json!({"expression": "2*3"}));
+    assert_eq!(p.calls[0].call_id.as_deref(), Some("call_A1"));
+    // A whole response: reasoning and message items are passed over, both calls read in order.
+    let response = json!({"id": "resp_1", "object": "response", "output": [
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Checking."}]},
+        {"type": "function_call", "call_id": "call_B", "name": "convert_unit",
+         "arguments": "{\"value\": 1, \"from\": \"m\", \"to\": \"cm\"}"},
+        {"type": "function_call", "call_id": "call_C", "name": "calculate", "arguments": "{\"expression\": \"1\"}"}
+    ]});
+    let p = parse(&response.to_string()).unwrap();
+    let read: Vec<_> = p.calls.iter().map(|c| (c.tool.as_str(), c.call_id.as_deref())).collect();
+    assert_eq!(read, [("convert_unit", Some("call_B")), ("calculate", Some("call_C"))]);
+    // The output items alone, as an array.
+    let items = response["output"].to_string();
+    assert_eq!(parse(&items).unwrap().calls.len(), 2);
+    // Chat Completions and Anthropic ids, and Bridle's own `tool_call_id`.
+    let chat = json!({"role": "assistant", "tool_calls": [{"id": "call_9", "type": "function",
+                      "function": {"name": "calculate", "arguments": "{}"}}]});
+    assert_eq!(parse(&chat.to_string()).unwrap().calls[0].call_id.as_deref(), Some("call_9"));
+    let anthropic = json!({"role": "assistant", "content": [{"type": "text", "text": "ok"},
+                           {"type": "tool_use", "id": "toolu_01", "name": "calculate", "input": {}}]});
+    assert_eq!(parse(&anthropic.to_string()).unwrap().calls[0].call_id.as_deref(), Some("toolu_01"));
+    let own = json!({"tool": "calculate", "arguments": {}, "tool_call_id": "c-7"});
+    assert_eq!(parse(&own.to_string()).unwrap().calls[0].call_id.as_deref(), Some("c-7"));
+    // An id that is not a well-formed id is read past, never echoed; the call still is.
+    for bad in [json!("has space"), json!("x".repeat(129)), json!(7), json!("")] {
+        let call = json!({"tool": "calculate", "arguments": {}, "id": bad});
+        let p = parse(&call.to_string()).unwrap();
+        assert_eq!((p.calls.len(), p.calls[0].call_id.as_deref()), (1, None), "{bad}");
+    }
+    // ReAct lines carry no id.
+    assert_eq!(parse("Action: calculate\nAction Input: {}").unwrap().calls[0].call_id, None);
+}
+
+#[test]
 fn limits_are_configurable() {
     let five = format!("[{CALC}, {CALC}, {CALC}, {CALC}, {CALC}]");
     let r = parse(&five).unwrap_err();

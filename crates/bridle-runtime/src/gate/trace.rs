@@ -73,6 +73,7 @@ impl Trace {
 
     pub fn outcome(&self, verdict: Verdict) -> CallOutcome {
         CallOutcome {
+            tool_call_id: None,
             call_id: self.call_id.clone(),
             tool: self.tool.clone(),
             run_id: self.run_id.clone(),

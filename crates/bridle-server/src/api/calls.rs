@@ -26,8 +26,12 @@ pub struct CallBody {
     /// Arguments of a structured call (default `{}`).
     #[schema(value_type = Option<Object>)]
     pub arguments: Option<serde_json::Map<String, Value>>,
-    /// A model's raw answer: JSON, fenced blocks, ReAct lines or native tool-call shapes.
-    pub answer: Option<String>,
+    /// A model's raw answer, as text or as the JSON its API returned.
+    pub answer: Option<Answer>,
+    /// The caller's own id of a structured call (an OpenAI `tool_call_id`, an Anthropic
+    /// `tool_use_id`), echoed on its outcome. An answer's calls echo the ids written in it.
+    #[schema(max_length = 128, pattern = r"^[A-Za-z0-9_.:/@-]*$")]
+    pub tool_call_id: Option<String>,
     /// Run id; part of the plan an approval binds. The run is bound to the subject of its first
     /// call (another subject naming it gets `run_not_owned`). Absent or empty: the server mints one
     /// (`run_id` in each outcome); send it back to continue the run, e.g. after an approval.
@@ -54,6 +58,32 @@ pub struct CallBody {
     /// says: naming another is `agent_mismatch`. Absent: the credential's agent, or none.
     #[schema(max_length = 64, pattern = r"^[A-Za-z0-9_.:/@-]*$")]
     pub agent: Option<String>,
+}
+
+/// A model's raw answer: text (JSON, fenced blocks, ReAct lines, native tool-call shapes), or
+/// the JSON a model API returned: a Chat Completions message, a Responses API response or its
+/// `output` items, an Anthropic message or its content blocks. Either way it is read by the
+/// same parser under `[intake]` (JSON counted as its compact text).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(untagged)]
+pub enum Answer {
+    /// The answer's text.
+    Text(String),
+    /// One JSON object: a message, a response, a single call.
+    Object(serde_json::Map<String, Value>),
+    /// A JSON array of objects: output items, content blocks, calls.
+    Items(Vec<serde_json::Map<String, Value>>),
+}
+
+impl Answer {
+    /// The text the parser reads.
+    fn text(&self) -> Result<std::borrow::Cow<'_, str>, serde_json::Error> {
+        Ok(match self {
+            Self::Text(text) => std::borrow::Cow::Borrowed(text),
+            Self::Object(map) => std::borrow::Cow::Owned(serde_json::to_string(map)?),
+            Self::Items(items) => std::borrow::Cow::Owned(serde_json::to_string(items)?),
+        })
+    }
 }
 
 /// Runs the call(s) through the gate.
@@ -89,16 +119,20 @@ pub async fn call(
         ..CallRequest::default()
     };
     let arguments;
+    let text;
     let input = match (&body.tool, &body.answer) {
         (Some(tool), None) => {
             arguments = Value::Object(body.arguments.clone().unwrap_or_default());
             Intake::Call { tool, arguments: &arguments }
         }
         (None, Some(answer)) => {
-            if body.arguments.is_some() {
-                return Err(ApiError::bad_request("`arguments` goes with `tool`, not with `answer`"));
+            if body.arguments.is_some() || body.tool_call_id.is_some() {
+                return Err(ApiError::bad_request(
+                    "`arguments` and `tool_call_id` go with `tool`; an answer's calls carry their own ids",
+                ));
             }
-            Intake::Answer { text: answer, limits: &state.gate.config().intake }
+            text = answer.text()?;
+            Intake::Answer { text: &text, limits: &state.gate.config().intake }
         }
         _ => return Err(ApiError::bad_request("give exactly one of `tool` and `answer`")),
     };
@@ -106,7 +140,8 @@ pub async fn call(
     let mut outcomes = intook.calls.into_iter().map(|c| c.outcome);
     let answer = match intook.parse {
         Parse::Structured => {
-            let outcome = outcomes.next_back().ok_or(NoOutcome)?;
+            let mut outcome = outcomes.next_back().ok_or(NoOutcome)?;
+            outcome.tool_call_id.clone_from(&body.tool_call_id);
             serde_json::to_value(outcome)?
         }
         Parse::Read(format) => {
@@ -126,7 +161,11 @@ pub async fn call(
 fn check_bounds(body: &CallBody) -> Result<(), BoundError> {
     bounds::check_id("run_id", &body.run_id)?;
     bounds::check_id("incident", &body.incident)?;
-    for (field, value) in [("idempotency_key", &body.idempotency_key), ("approval_id", &body.approval_id)] {
+    for (field, value) in [
+        ("idempotency_key", &body.idempotency_key),
+        ("approval_id", &body.approval_id),
+        ("tool_call_id", &body.tool_call_id),
+    ] {
         if let Some(v) = value {
             bounds::check_id(field, v)?;
         }

@@ -83,6 +83,7 @@ mod tests {
 
     fn outcome(verdict: Verdict, approval_id: Option<&str>) -> CallOutcome {
         CallOutcome {
+            tool_call_id: None,
             call_id: "c1".into(),
             tool: "scale_replicas".into(),
             run_id: "run-1".into(),

@@ -24,6 +24,46 @@ async fn a_raw_answer_is_parsed_and_each_call_gated() {
 }
 
 #[tokio::test]
+async fn answers_as_model_apis_return_them_are_read_and_each_outcome_echoes_the_callers_id() {
+    let app = app().await;
+    let me = token("requester-1");
+    let snapshot = r#"{"service": "checkout"}"#;
+    // A Chat Completions message, as a JSON object rather than a string.
+    let message = json!({"role": "assistant", "content": null, "tool_calls": [
+        {"id": "call_x1", "type": "function", "function": {"name": "get_service_snapshot", "arguments": snapshot}}]});
+    let (status, body) = post(&app, "/v1/calls", Some(&me), &json!({"answer": message, "run_id": "run-7"})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!((body["parse"]["format"].as_str(), body["calls"][0]["status"].as_str()), (Some("openai"), Some("ok")));
+    assert_eq!(body["calls"][0]["tool_call_id"], "call_x1");
+    // Responses API output items, as a JSON array: each outcome names its call.
+    let items = json!([
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Two reads."}]},
+        {"type": "function_call", "id": "fc_1", "call_id": "call_a", "name": "get_service_snapshot", "arguments": snapshot},
+        {"type": "function_call", "id": "fc_2", "call_id": "call_b", "name": "no_such_tool", "arguments": "{}"}
+    ]);
+    let (status, body) = post(&app, "/v1/calls", Some(&me), &json!({"answer": items, "run_id": "run-7"})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let calls: Vec<_> = body["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["tool_call_id"].as_str(), c["rejection"]["code"].as_str()))
+        .collect();
+    assert_eq!(calls, [(Some("call_a"), None), (Some("call_b"), Some("unknown_tool"))]);
+    // A structured call echoes its `tool_call_id`; an answer takes none (its calls carry theirs).
+    let structured =
+        json!({"tool": "get_service_snapshot", "arguments": {"service": "checkout"}, "tool_call_id": "toolu_5"});
+    let (status, body) = post(&app, "/v1/calls", Some(&me), &structured).await;
+    assert_eq!((status, body["tool_call_id"].as_str()), (StatusCode::OK, Some("toolu_5")), "{body}");
+    let mixed = json!({"answer": "{}", "tool_call_id": "x"});
+    assert_eq!(post(&app, "/v1/calls", Some(&me), &mixed).await.0, StatusCode::BAD_REQUEST);
+    let bad = json!({"tool": "get_service_snapshot", "arguments": {"service": "checkout"}, "tool_call_id": "a b"});
+    assert_eq!(post(&app, "/v1/calls", Some(&me), &bad).await.0, StatusCode::BAD_REQUEST);
+    // A number is not an answer.
+    assert_eq!(post(&app, "/v1/calls", Some(&me), &json!({"answer": 7})).await.0, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
 async fn rejections_and_dry_runs_are_verdicts() {
     let app = app().await;
     let viewer = token("viewer-4");
