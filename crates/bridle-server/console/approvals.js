@@ -1,9 +1,9 @@
 // Approvals: the tenant's pending plans, live from GET /v1/approvals/events; each with its
 // arguments, diff against the current state, plan hash, requester, level and expiry; approve
-// (or sign off), or reject with a reason.
+// (or sign off) through a confirmation no single keypress can pass, or reject with a reason.
 import { follow, get, post, claims } from './api.js';
 import { t } from './i18n.js';
-import { h, clear, badge, facts, json, errorBox, time, announce, id, runIdOf } from './ui.js';
+import { h, clear, badge, facts, json, errorBox, time, announce, id, runIdOf, approveControl } from './ui.js';
 
 export function view(main, { signal, parts }) {
   const wanted = parts[0] || null; // `#/approvals/{id}`: this request is brought into view
@@ -16,6 +16,7 @@ export function view(main, { signal, parts }) {
     feedback, list);
   const details = new Map(); // id → detail promise (diff against the current state)
   const open = new Set(); // ids whose reject form is open
+  const confirming = new Map(); // id → { open, typed }: an approval being confirmed
   let latest = [];
   let shown = false;
 
@@ -36,7 +37,9 @@ export function view(main, { signal, parts }) {
     if (focused) { const el = document.getElementById(focused); if (el) el.focus(); }
     if (wanted && !shown) {
       const el = list.querySelector(`section.approval[data-id="${CSS.escape(wanted)}"]`);
-      if (el) { shown = true; el.classList.add('wanted'); el.scrollIntoView({ block: 'start' }); const b = el.querySelector('button'); if (b) b.focus(); }
+      // The request is brought into view and its title focused: never a button, so no keypress
+      // decides it by accident.
+      if (el) { shown = true; el.classList.add('wanted'); el.scrollIntoView({ block: 'start' }); const title = el.querySelector('h2'); if (title) title.focus(); }
     }
   };
 
@@ -48,11 +51,12 @@ export function view(main, { signal, parts }) {
     const signOff = String(a.level).includes('sign');
     const titleId = id('appr');
     const actions = h('div', { class: 'row' });
-    const approveBtn = h('button', {
-      type: 'button', class: 'primary', 'data-action': 'approve', 'data-id': a.id,
-      disabled: a.requester === me ? true : null,
-      onclick: () => act(a, 'approve'),
-    }, signOff ? t('approvals.sign_off') : t('approvals.approve'));
+    if (!confirming.has(a.id)) confirming.set(a.id, { open: false, typed: '' });
+    const approveBtn = approveControl({
+      key: a.id, tool: a.plan.tool, strong: signOff || a.risk === 'destructive',
+      label: signOff ? t('approvals.sign_off') : t('approvals.approve'),
+      disabled: a.requester === me, state: confirming.get(a.id), onConfirm: () => act(a, 'approve'),
+    });
     const rejectBtn = h('button', {
       type: 'button', class: 'danger', 'data-action': 'reject', 'data-id': a.id,
       'aria-expanded': open.has(a.id) ? 'true' : 'false',
@@ -62,7 +66,7 @@ export function view(main, { signal, parts }) {
     if (a.requester === me) actions.append(h('span', { class: 'muted' }, t('approvals.own_request')));
     const section = h('section', { class: 'panel approval', 'aria-labelledby': titleId, 'data-id': a.id },
       h('div', { class: 'row' },
-        h('h2', { id: titleId, class: 'grow' }, a.plan.tool),
+        h('h2', { id: titleId, class: 'grow', tabindex: '-1' }, a.plan.tool),
         a.risk ? badge(t(`risk.${a.risk}`), a.risk === 'destructive' ? 'bad' : 'info') : null,
         badge(a.level, 'warn'), badge(a.status, 'info')),
       facts([
@@ -100,7 +104,9 @@ export function view(main, { signal, parts }) {
       const body = what === 'reject' ? { reason } : undefined;
       const res = await post(`/v1/approvals/${encodeURIComponent(a.id)}/${what}`, body, signal);
       open.delete(a.id);
-      const msg = t(what === 'reject' ? 'approvals.rejected' : 'approvals.approved', { tool: a.plan.tool, status: res.approval.status });
+      confirming.delete(a.id);
+      const who = (claims() || {}).sub || '?';
+      const msg = t(what === 'reject' ? 'approvals.rejected' : 'approvals.approved', { tool: a.plan.tool, status: res.approval.status, who });
       const note = h('p', { class: 'notice', id: 'approval-result' }, msg);
       feedback.append(note);
       announce(msg);

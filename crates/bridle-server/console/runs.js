@@ -1,9 +1,9 @@
 // Runs: the tenant's runs, and one run with its live timeline (GET /v1/runs/{id}/events), the
 // interrupts waiting for a human (choose a candidate, approve or reject a plan) and degraded
 // markers.
-import { follow, get, post } from './api.js';
+import { follow, get, post, claims } from './api.js';
 import { t } from './i18n.js';
-import { h, clear, badge, verdictKind, facts, json, errorBox, table, announce, field } from './ui.js';
+import { h, clear, badge, verdictKind, facts, json, errorBox, table, announce, field, approveControl } from './ui.js';
 
 export function view(main, ctx) {
   if (ctx.parts[0]) detail(main, ctx.parts[0], ctx);
@@ -91,6 +91,7 @@ function detail(main, runId, { signal }) {
     }
   };
 
+  const confirmations = new Map(); // interrupt id → { open, typed }: an approval being confirmed
   const interruptCard = (i) => {
     const p = i.payload || {};
     const kind = p.kind || p.type || i.node;
@@ -147,14 +148,19 @@ function detail(main, runId, { signal }) {
         const path = `/v1/approvals/${encodeURIComponent(approvalId)}/${approve ? 'approve' : 'reject'}`;
         const res = await post(path, approve ? undefined : { reason: reason.value }, signal);
         if (res.approval.status === 'pending') {
-          clear(feedback).append(h('p', { class: 'notice' }, t('approvals.approved', { tool: plan.tool, status: res.approval.status })));
+          clear(feedback).append(h('p', { class: 'notice' }, t('approvals.approved', { tool: plan.tool, status: res.approval.status, who: (claims() || {}).sub || '?' })));
           return;
         }
         resume(i, {});
       } catch (err) { if (err.name !== 'AbortError') clear(feedback).append(errorBox(err)); }
     };
+    const signOff = String(plan && plan.level).includes('sign');
+    if (!confirmations.has(i.id)) confirmations.set(i.id, { open: false, typed: '' });
     box.append(field(t('runs.reason'), reason), h('div', { class: 'row' },
-      h('button', { type: 'button', class: 'primary', 'data-action': 'approve', onclick: () => decide(true) }, t('approvals.approve')),
+      approveControl({
+        key: i.id, tool: plan ? plan.tool : t('approvals.approve'), strong: signOff || (plan && plan.risk === 'destructive'),
+        label: signOff ? t('approvals.sign_off') : t('approvals.approve'), state: confirmations.get(i.id), onConfirm: () => decide(true),
+      }),
       h('button', { type: 'button', class: 'danger', 'data-action': 'reject', onclick: () => decide(false) }, t('approvals.reject'))));
     return box;
   };

@@ -122,3 +122,48 @@ export function runIdOf(value) {
   const s = String(value || '');
   return s.includes('/') ? s.slice(s.lastIndexOf('/') + 1) : s;
 }
+
+// Approving that no single keypress can do: Approve opens a confirmation, Enter never approves
+// (only a click, or Space on the focused button), and a sign-off or a destructive plan needs the
+// tool's name typed before Confirm is enabled. `state` ({ open, typed }) is the caller's, so an
+// open confirmation survives a live re-render; `key` makes the element ids stable.
+export function approveControl({ key, tool, strong, label, disabled, onConfirm, state }) {
+  const noEnter = (e) => { if (e.key === 'Enter') e.preventDefault(); };
+  const box = h('div', { class: 'approve-control', 'data-id': key });
+  const draw = () => {
+    clear(box);
+    if (!state.open) {
+      box.append(h('button', {
+        type: 'button', class: 'primary', 'data-action': 'approve', id: `approve-${key}`, disabled: disabled ? true : null,
+        onkeydown: noEnter,
+        onclick: () => {
+          state.open = true; draw();
+          const next = box.querySelector('[data-action="confirm-name"]') || box.querySelector('[data-action="cancel-approve"]');
+          if (next) next.focus();
+        },
+      }, label));
+      return;
+    }
+    const confirm = h('button', {
+      type: 'button', class: 'primary', 'data-action': 'confirm-approve', id: `confirm-approve-${key}`, onkeydown: noEnter,
+      onclick: () => { if (!confirm.disabled) onConfirm(); },
+    }, t('approvals.confirm_approve'));
+    box.append(h('p', { class: 'confirm-text' }, t(strong ? 'approvals.confirm_strong' : 'approvals.confirm_text', { tool })));
+    if (strong) {
+      const typed = h('input', {
+        type: 'text', id: `confirm-name-${key}`, 'data-action': 'confirm-name', value: state.typed || '',
+        autocomplete: 'off', spellcheck: 'false', onkeydown: noEnter,
+      });
+      const sync = () => { state.typed = typed.value; confirm.disabled = typed.value.trim() !== tool; };
+      typed.addEventListener('input', sync);
+      sync();
+      box.append(h('label', { for: typed.id }, t('approvals.type_to_confirm', { tool })), typed);
+    }
+    box.append(h('div', { class: 'row' }, confirm, h('button', {
+      type: 'button', 'data-action': 'cancel-approve', id: `cancel-approve-${key}`,
+      onclick: () => { state.open = false; state.typed = ''; draw(); },
+    }, t('common.cancel'))));
+  };
+  draw();
+  return box;
+}

@@ -166,8 +166,20 @@ test('a pending plan appears live; approving it lets the identical call run', as
   assert.match(text, /scale_replicas/);
   assert.match(text, /requester-1/);
   await shoot(p, 'approvals');
-  await p.click(`${card} button[data-action="approve"]`);
+  // Enter on the focused Approve button decides nothing: it stays one button, the plan pending.
+  await p.focus(`${card} button[data-action="approve"]`);
+  await p.keyboard.press('Enter');
+  assert.equal(await p.$(`${card} button[data-action="confirm-approve"]`), null, 'Enter opened the confirmation');
+  // Space opens the confirmation; Enter on Confirm still decides nothing; a click does.
+  await p.keyboard.press('Space');
+  await p.waitForSelector(`${card} button[data-action="confirm-approve"]`);
+  await p.focus(`${card} button[data-action="confirm-approve"]`);
+  await p.keyboard.press('Enter');
+  assert.equal((await api('GET', `/v1/approvals/${id}`, OPERATOR)).body.approval.status, 'pending', 'Enter approved');
+  await shoot(p, 'approvals-confirm');
+  await p.click(`${card} button[data-action="confirm-approve"]`);
   await p.waitForSelector('#approval-result');
+  assert.match(await p.textContent('#approval-result'), /approved by operator-2/);
   await p.waitForSelector(card, { state: 'detached' });
   const shown = await api('GET', `/v1/approvals/${id}`, OPERATOR);
   assert.equal(shown.body.approval.status, 'granted');
@@ -184,6 +196,10 @@ test('rejecting needs a reason, and the reason is kept', async () => {
   // The approval URL an MCP client is given opens that request.
   await p.goto(`${BASE}/approvals/${id}`);
   await p.waitForSelector(`${card}.wanted`);
+  // The deep link focuses the request's title, never a button: Enter there decides nothing.
+  assert.equal(await p.evaluate(() => document.activeElement.tagName), 'H2');
+  await p.keyboard.press('Enter');
+  assert.equal((await api('GET', `/v1/approvals/${id}`, OPERATOR)).body.approval.status, 'pending');
   await p.click(`${card} button[data-action="reject"]`);
   await p.click(`${card} button[data-action="confirm-reject"]`);
   await p.waitForSelector('#approval-feedback .error-box');
@@ -221,6 +237,7 @@ test('a fab plan rejected with a reason goes back to the Advisor; the next one, 
   await p.waitForSelector(first, { state: 'detached' });
   await shoot(p, 'fab-approvals');
   await p.click(`${second} button[data-action="approve"]`);
+  await p.click(`${second} button[data-action="confirm-approve"]`);
   await p.click('#watch-run');
   await p.waitForSelector('#run-timeline li[data-event="finished"]');
   await p.waitForFunction(() => document.querySelector('#run-head') && /done|완료/.test(document.querySelector('#run-head').textContent));
@@ -265,7 +282,15 @@ test('a run waiting for a human: choose a cause, then approve the plan, in the r
   await p.waitForSelector(plan);
   assert.match(await p.textContent(plan), /replace_part/);
   assert.match(await p.textContent(plan), /gas_valve/);
+  // A destructive plan: Confirm stays disabled until the tool's name is typed.
   await p.click(`${plan} button[data-action="approve"]`);
+  const confirm = `${plan} button[data-action="confirm-approve"]`;
+  assert.ok(await p.$eval(confirm, (b) => b.disabled), 'confirm enabled before the name was typed');
+  await p.fill(`${plan} input[data-action="confirm-name"]`, 'replace_par');
+  assert.ok(await p.$eval(confirm, (b) => b.disabled));
+  await p.fill(`${plan} input[data-action="confirm-name"]`, 'replace_part');
+  await shoot(p, 'run-confirm-destructive');
+  await p.click(confirm);
   await p.waitForFunction(() => /done|완료/.test(document.querySelector('#run-head').textContent));
   const done = await api('GET', `/v1/runs/${run}`, FAB_OPERATOR, undefined, FAB_CHOICE);
   assert.equal(done.body.state.outcome.status, 'executed', JSON.stringify(done.body.state));

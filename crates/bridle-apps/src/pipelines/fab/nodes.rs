@@ -389,6 +389,8 @@ pub(super) async fn propose(fab: Arc<Fab>, s: State, ctx: NodeContext) -> Result
                 "arguments": arguments,
                 "plan_hash": outcome.plan_hash,
                 "level": outcome.level,
+                // The console asks for a typed confirmation of a destructive plan.
+                "risk": fab.gate.config().registry.get(&tool).map(|t| t.risk.as_str()),
                 "why": reasons,
                 "round": round,
                 "degraded": request.signals.degraded,
