@@ -67,6 +67,17 @@ pub fn tools() -> std::sync::Arc<dyn bridle_core::ports::InProcessTools> {
     std::sync::Arc::new(bridle_tools::Workbench)
 }
 
+/// The console's public base URL, where approval links (webhooks, MCP `approval_url`) point:
+/// `BRIDLE_CONSOLE_URL`, else `[webhooks] console_url`, else the server itself (`http://{local}`);
+/// a request's card is at `{base}/approvals/{id}`.
+pub fn console_url(config: &Config, local: &str) -> String {
+    std::env::var("BRIDLE_CONSOLE_URL")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .or_else(|| config.webhooks.console_url.clone())
+        .map_or_else(|| format!("http://{local}"), |u| u.trim_end_matches('/').to_owned())
+}
+
 /// The store URL `--db` names, else the config's, else the default SQLite file.
 pub fn store_url(config: &Config, db: Option<&str>) -> String {
     db.or(config.store_url.as_deref()).unwrap_or(bridle_runtime::runtime::DEFAULT_STORE_URL).to_owned()

@@ -14,6 +14,7 @@ mod suite {
     mod guard;
     mod heads;
     mod lab;
+    mod links;
     mod mcp;
     mod otlp;
     mod redteam;

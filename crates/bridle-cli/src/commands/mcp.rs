@@ -35,10 +35,7 @@ pub async fn stdio(config: Option<&Path>, db: Option<&str>, token: Option<&str>)
     super::track(&runtime.stores);
     // The runtime's gate scans `scan = true` arguments as `bridle serve`'s does (gate step 4).
     let gate = runtime.engine.gate.clone();
-    let console = std::env::var("BRIDLE_CONSOLE_URL")
-        .ok()
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| format!("http://{DEFAULT_LISTEN}"));
+    let console = super::console_url(&runtime.config, DEFAULT_LISTEN);
     eprintln!(
         "bridle mcp: serving MCP on stdio as `{}` of tenant `{}` (store `{}`)",
         principal.subject, principal.tenant, runtime.stores.url
@@ -49,11 +46,11 @@ pub async fn stdio(config: Option<&Path>, db: Option<&str>, token: Option<&str>)
     Ok(ExitCode::SUCCESS)
 }
 
-/// `/mcp` settings of a server listening on `local`: approval links point at it, and its own
-/// address is accepted as `Host` beside the loopback names (any host when it listens on every
-/// interface; the bearer token still guards every request).
-pub fn settings_for(settings: &mut McpSettings, local: SocketAddr) {
-    settings.console = format!("http://{local}");
+/// `/mcp` settings of a server listening on `local`: approval links point at `console` (see
+/// [`super::console_url`]), and its own address is accepted as `Host` beside the loopback names
+/// (any host when it listens on every interface; the bearer token still guards every request).
+pub fn settings_for(settings: &mut McpSettings, local: SocketAddr, console: String) {
+    settings.console = console;
     if local.ip().is_unspecified() {
         settings.allowed_hosts.clear();
     } else {

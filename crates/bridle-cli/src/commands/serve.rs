@@ -67,7 +67,8 @@ pub async fn run(
         .unwrap_or_else(|| DEFAULT_LISTEN.to_owned());
     let listener = tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("cannot listen on `{addr}`"))?;
     let local = listener.local_addr().context("reading the listen address")?;
-    let notifier = super::observability::webhook(&config, &format!("http://{local}/console"))?;
+    let console = super::console_url(&config, &local.to_string());
+    let notifier = super::observability::webhook(&config, &console)?;
     let mut builder = RuntimeBuilder::new(config).tools(super::tools());
     if let Some(db) = db {
         builder = builder.store_url(db);
@@ -90,7 +91,7 @@ pub async fn run(
     .with_runs(Arc::new(Runs::new(runtime.clone(), bridle_apps::pipelines::registry())))
     .with_loop_hooks(loop_hooks);
     let drift_watch = drift_watch(&runtime, secret)?;
-    super::mcp::settings_for(&mut state.mcp, local);
+    super::mcp::settings_for(&mut state.mcp, local, console);
     let mcp_stop = state.mcp.cancel.clone();
     out::line(&format!("bridle serving on http://{local} (store `{}`)", runtime.stores.url))?;
     out::line(&format!(

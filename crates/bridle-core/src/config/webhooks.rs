@@ -5,7 +5,7 @@
 //! [webhooks]
 //! approval_requested = "https://ops.example/bridle"   # http(s) URL; absent = no webhook
 //! secret_env = "BRIDLE_WEBHOOK_SECRET"               # environment variable holding the HMAC key
-//! console_url = "https://bridle.example/console"     # base of the link sent with each event
+//! console_url = "https://bridle.example"             # the console's public base: links go to {base}/approvals/ID
 //! timeout_ms = 5000                                   # per attempt
 //! retries = 3                                         # attempts after the first
 //! ```

@@ -96,13 +96,14 @@ impl std::fmt::Debug for WebhookNotifier {
 
 impl WebhookNotifier {
     /// A notifier for `settings`, reading the secret from its environment variable; `None` when
-    /// no `approval_requested` URL is configured. `console_url` is used when the settings name
-    /// none (`bridle serve` passes its own address).
+    /// no `approval_requested` URL is configured. `console_url`, when given, wins over the
+    /// settings' (`bridle serve` passes the one console base it resolved, `BRIDLE_CONSOLE_URL`
+    /// first).
     pub fn from_settings(settings: &WebhookSettings, console_url: Option<&str>) -> Result<Option<Self>, WebhookError> {
         let Some(url) = &settings.approval_requested else { return Ok(None) };
         let secret = std::env::var(&settings.secret_env).ok().filter(|s| !s.is_empty());
         let secret = secret.ok_or_else(|| WebhookError::MissingSecret(settings.secret_env.clone()))?;
-        let console = settings.console_url.as_deref().or(console_url);
+        let console = console_url.or(settings.console_url.as_deref());
         Self::new(url, secret.as_bytes(), console, settings.timeout, settings.retries).map(Some)
     }
 
