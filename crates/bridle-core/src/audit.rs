@@ -177,6 +177,45 @@ pub struct AuditRecord {
     pub versions: Versions,
 }
 
+impl AuditRecord {
+    /// What the event means to an operator, in a few words: `"executed"`, `"waiting for
+    /// approval"` (a call that needs one: its `decision` stays `rejected`, its `code`
+    /// `approval_required`), `"refused: policy_denied"`, `"approved"` … The API adds it to every
+    /// event as `display`; `decision` and `code` stay what they are.
+    pub fn display(&self) -> String {
+        let code = self.code.as_deref();
+        let refused = || format!("refused: {}", code.unwrap_or("unknown"));
+        match self.kind {
+            EventKind::ToolCall => match (self.decision, code) {
+                (Some(Decision::Executed), _) => "executed".to_owned(),
+                (Some(Decision::Replayed), _) => "replayed (an earlier answer)".to_owned(),
+                (Some(Decision::DryRun), None) => "dry run: would run".to_owned(),
+                (Some(Decision::DryRun), Some(c)) => format!("dry run: would be refused ({c})"),
+                (_, Some("approval_required")) => "waiting for approval".to_owned(),
+                (_, Some("human_choice_required")) => "waiting for a human choice".to_owned(),
+                (_, Some("in_progress")) => "in progress".to_owned(),
+                _ => refused(),
+            },
+            EventKind::ApprovalRequested => "approval requested".to_owned(),
+            EventKind::ApprovalGranted => "approved".to_owned(),
+            EventKind::ApprovalRejected => "rejected by an approver".to_owned(),
+            EventKind::JobDispatched => "change dispatched".to_owned(),
+            EventKind::JobSettled => match (self.decision, code) {
+                (Some(Decision::Executed), _) => "change settled: applied".to_owned(),
+                (_, Some(c)) => format!("change settled: {c}"),
+                _ => "change settled".to_owned(),
+            },
+            EventKind::ChatBlocked => "chat message blocked".to_owned(),
+            EventKind::ChatStopped => "chat turn stopped".to_owned(),
+            EventKind::ModelPromoted => "model promoted".to_owned(),
+            EventKind::KillSwitchSet => "kill switch set".to_owned(),
+            EventKind::KillSwitchLifted => "kill switch lifted".to_owned(),
+            EventKind::ActionOutcome => "action outcome recorded".to_owned(),
+            EventKind::FeedbackCollected => "feedback recorded".to_owned(),
+        }
+    }
+}
+
 /// A stored event: its body, its place in the tenant's chain and its hash.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AuditEvent {
@@ -368,6 +407,21 @@ mod tests {
             auth: None,
             versions: Versions::default(),
         }
+    }
+
+    #[test]
+    fn display_says_what_a_call_came_to() {
+        let with = |decision, code: Option<&str>| AuditRecord { decision, code: code.map(str::to_owned), ..record(1) };
+        assert_eq!(record(1).display(), "refused: policy_denied");
+        assert_eq!(with(Some(Decision::Rejected), Some("approval_required")).display(), "waiting for approval");
+        assert_eq!(with(Some(Decision::Executed), None).display(), "executed");
+        assert_eq!(
+            with(Some(Decision::DryRun), Some("schema_rejected")).display(),
+            "dry run: would be refused (schema_rejected)"
+        );
+        assert_eq!(with(None, None).display(), "refused: unknown");
+        let granted = AuditRecord { kind: EventKind::ApprovalGranted, ..with(None, None) };
+        assert_eq!(granted.display(), "approved");
     }
 
     fn chain(n: u64) -> Vec<AuditEvent> {

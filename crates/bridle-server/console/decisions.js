@@ -140,13 +140,13 @@ function audit(panel, signal) {
   let q = '';
   panel.append(searchBox((v) => { q = v; draw(); }), body);
   const draw = () => {
-    const rows = all.filter((e) => matches(q, [e.kind, e.subject, e.decision, e.code, e.tool, e.approver, e.run_id]));
+    const rows = all.filter((e) => matches(q, [e.kind, e.subject, e.display, e.decision, e.code, e.tool, e.approver, e.run_id]));
     clear(body);
     if (!rows.length) { body.append(h('p', { class: 'panel' }, t('decisions.none'))); return; }
     body.append(table(['#', t('audit.kind'), t('audit.subject'), t('decisions.verdict'), t('decisions.code'), t('decisions.tool'), t('decisions.time')],
       rows.map((e) => h('tr', {},
         h('td', {}, String(e.seq)), h('td', {}, e.kind), h('td', {}, e.approver || e.subject),
-        h('td', {}, e.decision ? badge(e.decision, verdictKind(e.decision)) : '—'),
+        h('td', {}, e.display || e.decision ? badge(e.display || e.decision, displayKind(e)) : '—'),
         h('td', {}, e.code || '—'), h('td', {}, e.tool || '—'), h('td', {}, time(e.at))))));
   };
   (async () => {
@@ -164,4 +164,12 @@ function audit(panel, signal) {
       if (err.name !== 'AbortError') clear(body).append(errorBox(err));
     }
   })();
+}
+
+// The colour of an audit event's `display`: a call waiting for a human is a warning, not a
+// refusal, although its stored `decision` is `rejected` (with `approval_required`).
+function displayKind(e) {
+  if (/^waiting|^in progress|^dry run/.test(e.display || '')) return 'warn';
+  if (e.decision) return verdictKind(e.decision);
+  return /^refused|blocked|rejected/.test(e.display || '') ? 'bad' : 'info';
 }

@@ -357,6 +357,10 @@ test('runs, decisions with the audit chain, and drift render', async () => {
   await p.waitForSelector('#chain-status .badge.ok');
   await p.waitForSelector('#tabpanel table');
   assert.match(await p.textContent('#tabpanel'), /approval_requested/);
+  // A call that waited for approval reads so, as a warning, not as a red `rejected`.
+  const waiting = '#tabpanel tbody .badge:text-is("waiting for approval")';
+  await p.waitForSelector(waiting);
+  assert.match(await p.getAttribute(waiting, 'class'), /warn/);
   await p.fill('#search', 'rejected');
   assert.doesNotMatch(await p.textContent('#tabpanel tbody'), /approval_requested/);
   await shoot(p, 'audit');

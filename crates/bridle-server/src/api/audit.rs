@@ -38,7 +38,7 @@ pub struct AuditQuery {
     params(AuditQuery),
     security(("bearer" = [])),
     responses(
-        (status = 200, description = "`{\"events\": [AuditEvent], \"next_after\": seq | null}`; pass `next_after` as `after` for the next page", body = crate::openapi::AuditPage),
+        (status = 200, description = "`{\"events\": [AuditEvent], \"next_after\": seq | null}`; pass `next_after` as `after` for the next page. Each event carries `display`, what it means to an operator (`executed`, `waiting for approval`, `refused: policy_denied` …); `decision` and `code` stay as stored.", body = crate::openapi::AuditPage),
         (status = 400, description = "bad query (`bad_request`)", body = crate::openapi::ErrorBody),
         (status = 401, description = "no valid token (`unauthenticated`)", body = crate::openapi::ErrorBody),
         (status = 403, description = "needs `audit:read` or `approval:grant` (`forbidden`)", body = crate::openapi::ErrorBody),
@@ -61,7 +61,16 @@ pub async fn list(
     }
     let events = state.gate.stores().audit.events(&caller.0.tenant, after, limit).await?;
     let next_after = (events.len() == limit as usize).then(|| events.last().map(|e| e.seq)).flatten();
-    Ok(Json(json!({"events": events, "next_after": next_after})))
+    // Each event as stored, with what it means to an operator beside it (`display`).
+    let mut shown = Vec::with_capacity(events.len());
+    for event in &events {
+        let mut value = serde_json::to_value(event)?;
+        if let Value::Object(fields) = &mut value {
+            fields.insert("display".to_owned(), Value::String(event.record.display()));
+        }
+        shown.push(value);
+    }
+    Ok(Json(json!({"events": shown, "next_after": next_after})))
 }
 
 /// `GET /v1/audit/verify`.

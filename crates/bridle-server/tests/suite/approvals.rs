@@ -55,6 +55,19 @@ async fn the_full_approval_loop_executes_exactly_once() {
         .filter(|e| e["kind"] == "tool_call" && e["tool"] == "scale_replicas" && e["decision"] == "executed")
         .count();
     assert_eq!(executed, 1, "{audit}");
+    // What each event means to an operator: the calls that waited read "waiting for approval"
+    // (their stored decision stays `rejected`), the grant "approved", the run "executed".
+    let shown: Vec<(&str, &str)> = audit["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["kind"].as_str().unwrap(), e["display"].as_str().unwrap()))
+        .collect();
+    let calls: Vec<&str> = shown.iter().filter(|(k, _)| *k == "tool_call").map(|(_, d)| *d).collect();
+    assert_eq!(calls, ["waiting for approval", "executed", "waiting for approval"], "{audit}");
+    assert!(shown.contains(&("approval_granted", "approved")), "{shown:?}");
+    let waiting = audit["events"].as_array().unwrap().iter().find(|e| e["display"] == "waiting for approval").unwrap();
+    assert_eq!((waiting["decision"].as_str(), waiting["code"].as_str()), (Some("rejected"), Some("approval_required")));
 }
 
 #[tokio::test]
