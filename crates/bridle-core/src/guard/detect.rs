@@ -84,17 +84,38 @@ impl Evidence {
         }
     }
 
+    /// The hits that count: a rule of [`rules::ONLY_WITH_INSTRUCTION`] counts only beside a hit
+    /// of another rule of an instruction family (so `DEBUG=true` beside an encoded-looking token is
+    /// still configuration text).
+    fn counted(&self) -> impl Iterator<Item = &(Category, f64, usize, usize)> {
+        let instructed = self.hits.iter().any(|(name, h)| {
+            !rules::ONLY_WITH_INSTRUCTION.contains(name)
+                && matches!(
+                    h.0,
+                    Category::InstructionOverride
+                        | Category::RoleRedefinition
+                        | Category::PromptExtraction
+                        | Category::PrivilegeEscalation
+                        | Category::Jailbreak
+                )
+        });
+        self.hits
+            .iter()
+            .filter(move |(name, _)| instructed || !rules::ONLY_WITH_INSTRUCTION.contains(name))
+            .map(|(_, h)| h)
+    }
+
     fn score(&self) -> f64 {
         // `+ 0.0` turns the empty sum's -0.0 into 0.0.
-        (self.hits.values().map(|h| h.1).sum::<f64>() + 0.0).min(1.0)
+        (self.counted().map(|h| h.1).sum::<f64>() + 0.0).min(1.0)
     }
 
     fn into_detection(self) -> Detection {
         let score = self.score();
-        let mut categories: Vec<Category> = self.hits.values().map(|h| h.0).collect();
+        let mut categories: Vec<Category> = self.counted().map(|h| h.0).collect();
         categories.sort_unstable();
         categories.dedup();
-        let mut spans: Vec<Span> = self.hits.values().map(|h| Span { start: h.2, end: h.3, category: h.0 }).collect();
+        let mut spans: Vec<Span> = self.counted().map(|h| Span { start: h.2, end: h.3, category: h.0 }).collect();
         spans.sort_unstable();
         spans.dedup();
         let verdict = if score >= BLOCK_SCORE { GuardVerdict::Block } else { GuardVerdict::Allow };
@@ -135,7 +156,25 @@ impl Detector {
     }
 
     /// Scans `text`. Spans are byte offsets into `text`.
+    ///
+    /// The text is read in NFC first, so a decomposed (NFD) text gets the verdict of its composed
+    /// form; spans found in the composed text are mapped back to the input.
     pub fn detect(&self, text: &str) -> Detection {
+        let Some((composed, origin)) = normalize::nfc(text) else {
+            return self.detect_nfc(text);
+        };
+        let mut d = self.detect_nfc(&composed);
+        for span in &mut d.spans {
+            let start = origin.get(span.start).map_or(0, |o| o.0);
+            let end = span.end.checked_sub(1).and_then(|i| origin.get(i)).map_or(text.len(), |o| o.1);
+            (span.start, span.end) = (start, end.max(start));
+        }
+        d.spans.sort_unstable();
+        d.spans.dedup();
+        d
+    }
+
+    fn detect_nfc(&self, text: &str) -> Detection {
         let mut budget = MAX_DECODED;
         let mut evidence = Evidence::default();
         self.scan(text, 0, &mut budget, &mut evidence, None);
@@ -144,6 +183,9 @@ impl Detector {
 
     /// Scans one text into `evidence`. `at` maps every finding to one input range (decoded text).
     fn scan(&self, text: &str, depth: u8, budget: &mut usize, ev: &mut Evidence, at: Option<(usize, usize)>) {
+        // Decoded text (placed by `at`) is composed here; the input was composed by `detect`.
+        let composed = if at.is_some() { normalize::nfc_text(text) } else { std::borrow::Cow::Borrowed(text) };
+        let text = composed.as_ref();
         let place = |span: (usize, usize)| at.unwrap_or(span);
         let (canon, found) = normalize::canonical(text);
         self.unicode_findings(text, &found, depth, budget, ev, at);
