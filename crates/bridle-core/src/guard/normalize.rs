@@ -244,24 +244,43 @@ pub(crate) fn canonical(input: &str) -> (View, Findings) {
             view.push(j, at, end);
             continue;
         }
-        for n in std::iter::once(c).nfkc() {
-            if n.is_ascii() {
-                view.push(n.to_ascii_lowercase(), at, end);
-            } else if is_mark(n) {
-                // dropped: accents do not change the words the rules look for
-            } else {
-                let mut buf = [0u8; 4];
-                for s in unicode_security::confusable_detection::skeleton(n.encode_utf8(&mut buf)) {
-                    if !is_mark(s) {
-                        for l in s.to_lowercase() {
-                            view.push(l, at, end);
-                        }
-                    }
+        fold(c, |f| view.push(f, at, end));
+    }
+    (view, findings)
+}
+
+/// One character outside ASCII and Hangul as the canonical view spells it: NFKC, accents dropped,
+/// confusable skeleton, lowercase.
+fn fold(c: char, mut push: impl FnMut(char)) {
+    for n in std::iter::once(c).nfkc() {
+        if n.is_ascii() {
+            push(n.to_ascii_lowercase());
+        } else if is_mark(n) {
+            // dropped: accents do not change the words the rules look for
+        } else {
+            let mut buf = [0u8; 4];
+            for s in unicode_security::confusable_detection::skeleton(n.encode_utf8(&mut buf)) {
+                if !is_mark(s) {
+                    s.to_lowercase().for_each(&mut push);
                 }
             }
         }
     }
-    (view, findings)
+}
+
+/// A rule pattern or keyword spelled as the canonical view spells text: characters outside ASCII
+/// and Hangul are folded (so rules are written in ordinary spelling: "é", "指示", "ß"); ASCII,
+/// and with it every regex operator, is kept as written.
+pub(crate) fn fold_pattern(pattern: &str) -> String {
+    let mut out = String::with_capacity(pattern.len());
+    for c in pattern.chars() {
+        if c.is_ascii() || is_hangul(c) {
+            out.push(c);
+        } else {
+            fold(c, |f| out.push(f));
+        }
+    }
+    out
 }
 
 /// Whether the tag run at `at` is a subdivision flag (lowercase letters/digits then CANCEL TAG).

@@ -3,6 +3,16 @@
 //!
 //! Every pattern is a `regex` pattern (no look-around, no backreferences: linear time).
 
+/// An e-mail address or a URL (the target of an exfiltration).
+macro_rules! any_email_or_url {
+    () => {
+        r"(?:[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,}|https?://\S+)"
+    };
+}
+
+pub(crate) mod intl;
+pub(crate) mod ko_en;
+
 use super::Category;
 use Category::*;
 
@@ -675,7 +685,9 @@ pub(crate) const KO: &[Rule] = &[
     r(
         "ko_exfil",
         Exfiltration,
-        1.0,
+        // Sending to an address is ordinary (a report mailed to a team address); it blocks beside
+        // secrecy or a sensitive object (`koen_stealth`, `koen_send_data`).
+        0.3,
         concat!(
             r"[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,}\s*(?:으로|로|에게|에|한테)\s*(?:전송|보내|포워딩|업로드|공유)|",
             r"(?:https?://\S+)\s*(?:으로|로|에)\s*(?:전송|보내|업로드)"
