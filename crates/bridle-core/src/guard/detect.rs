@@ -80,6 +80,7 @@ pub struct Detector {
     ko: Table,
     intl: Gated,
     ko_en: Gated,
+    documents: Gated,
     mention: Mention,
     chosung: AhoCorasick,
     chosung_names: Vec<&'static str>,
@@ -186,6 +187,7 @@ impl Detector {
             ko: Table::new(rules::KO)?,
             intl: Gated::new("intl triggers", rules::intl::TRIGGERS, rules::intl::INTL)?,
             ko_en: Gated::new("ko-en triggers", rules::ko_en::TRIGGERS, rules::ko_en::KO_EN)?,
+            documents: Gated::new("document triggers", rules::document::TRIGGERS, rules::document::DOCUMENT)?,
             mention: Mention::new(),
             chosung,
             chosung_names: rules::CHOSUNG_PHRASES.to_vec(),
@@ -320,6 +322,9 @@ impl Detector {
             if gated.triggers.find(&view.text).is_some() {
                 self.table_on_merged(&gated.table, view, ev, at, true);
             }
+        }
+        if self.documents.triggers.find(&view.text).is_some() {
+            self.table_on(&self.documents.table, view, ev, at);
         }
     }
 

@@ -89,6 +89,16 @@ const OPENING: &[&str] = &["\"", "'", "“", "‘", "「", "『", "«", "„", "
 /// Directional quotes that close a quotation.
 const CLOSING: &[&str] = &["」", "』", "»", "”", "’", "》"];
 
+/// Whether `before` ends inside a straight-quoted passage: its last straight quote opens one
+/// (at the start or after a space or bracket, and followed by a letter), as in `such as 'AI 비서는 …`.
+fn opened_straight(before: &str) -> bool {
+    let Some(at) = before.rfind(['"', '\'']) else { return false };
+    let prev = before.get(..at).and_then(|b| b.chars().next_back());
+    let next = before.get(at + 1..).and_then(|a| a.chars().next());
+    prev.is_none_or(|c| c.is_whitespace() || matches!(c, '(' | '[' | ':' | '='))
+        && next.is_some_and(char::is_alphanumeric)
+}
+
 /// The folded word lists.
 pub(crate) struct Mention {
     reporting: Vec<String>,
@@ -138,7 +148,7 @@ impl Mention {
         let right_after = self.opening.iter().any(|q| before.trim_end().ends_with(q.as_str()));
         let open = self.directional.iter().filter_map(|q| before.rfind(q.as_str())).max();
         let closed = self.closing.iter().filter_map(|q| before.rfind(q.as_str())).max();
-        let inside = open.is_some_and(|o| closed.is_none_or(|c| c < o));
+        let inside = open.is_some_and(|o| closed.is_none_or(|c| c < o)) || opened_straight(before);
         (right_after || inside) && self.meta.iter().any(|w| text.contains(w.as_str()))
     }
 }

@@ -10,6 +10,7 @@ macro_rules! any_email_or_url {
     };
 }
 
+pub(crate) mod document;
 pub(crate) mod intl;
 pub(crate) mod ko_en;
 
