@@ -48,7 +48,6 @@ macro_rules! addressee_en {
             r"|\bif\s+you\s+are\s+(?:an?\s+)?(?:ai|llm|language\s+model|assistant|agent|chatbot|bot|automated)",
             r"|\b(?:ai|llm|automated|autonomous)\s+(?:assistants?|agents?|models?|systems?|tools?)\s+(?:reading|processing|summari[sz]ing|handling|crawling|parsing|that\s+reads?|who\s+reads?|should|must)",
             r"|\b(?:whichever|any|every)\s+(?:ai|assistant|agent|model|llm|bot)\s+(?:reads|reading|processes|processing|sees)",
-            r"|\b(?:the|this)\s+(?:ai|assistant|agent|llm|chatbot|bot)\s+(?:must|should|shall|is\s+(?:instructed|required|ordered)\s+to|has\s+to|needs\s+to)\b",
             r"|\b(?:language\s+model|llm|ai)s?\b[^.\n]{0,10}\byou\s+are\s+(?:instructed|required|ordered)\s+to)"
         )
     };
@@ -84,6 +83,18 @@ pub(crate) const DOCUMENT: &[Rule] = &[
         concat!("(?m)", addressee_en!(), r"[^\n]{0,200}?", directive_en!()),
     ),
     r("doc_addressee", InstructionOverride, 0.3, concat!("(?m)", addressee_en!())),
+    // "the assistant must …" is a specification as often as an order: it counts only with the
+    // directive right after the modal ("should skip", not "should never reveal").
+    r(
+        "doc_model_must",
+        InstructionOverride,
+        0.6,
+        concat!(
+            r"\b(?:the|this)\s+(?:ai|assistant|agent|llm|chatbot|bot)\s+(?:must|should|shall|is\s+(?:instructed|required|ordered)\s+to|has\s+to|needs\s+to)\s+",
+            r"(?:now\s+|also\s+|immediately\s+|first\s+|instead\s+)?",
+            r"(?:ignore|disregard|forget|override|bypass|disable|skip|reveal|leak|expose|dump|export|exfiltrate|send|forward|e-?mail|upload|transfer|approve|grant|delete)\b"
+        ),
+    ),
     r(
         "doc_before_your_task",
         InstructionOverride,
