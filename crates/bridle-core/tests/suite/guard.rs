@@ -191,6 +191,16 @@ fn instructions_addressed_to_the_model_inside_documents() {
 }
 
 #[test]
+fn evaluation_reports_each_split_by_family_and_language() {
+    let (dev, _) = parse_jsonl(DEV);
+    let r = eval::by_split(&detector(), &[("dev".to_owned(), dev)]);
+    let dev = &r["dev"];
+    assert!(dev["direct_other_languages/ja"].total >= 10, "{dev:?}");
+    assert!(dev["documents"].total >= 20 && dev["documents"].rate >= 0.9, "{:?}", dev["documents"]);
+    assert!(dev["hard_negative"].rate <= 0.03, "{:?}", dev["hard_negative"]);
+}
+
+#[test]
 fn one_phrase_read_by_two_languages_counts_once() {
     let d = detector();
     // "ignore … instructions" is English and French: quoted in a report, it stays a report.
