@@ -58,6 +58,14 @@ fn composes_backward(c: char) -> bool {
     matches!(c, '\u{1161}'..='\u{11FF}' | '\u{0B00}'..='\u{0DFF}' | '\u{1000}'..='\u{109F}' | '\u{1B00}'..='\u{1B7F}' | '\u{11000}'..='\u{11FFF}')
 }
 
+/// Whether `input` is NFC: ASCII and Hangul syllables (the bulk of what the guard reads) are by a
+/// range check, the rest by the quick-check tables.
+fn already_nfc(input: &str) -> bool {
+    input.is_ascii()
+        || input.chars().all(|c| c.is_ascii() || ('\u{AC00}'..='\u{D7A3}').contains(&c))
+        || is_nfc_quick(input.chars()) == IsNormalized::Yes
+}
+
 /// The input in NFC with, per byte of the result, the input range that produced it; `None` when
 /// the input is NFC already (ASCII, composed Hangul and most text return at once).
 ///
@@ -65,7 +73,7 @@ fn composes_backward(c: char) -> bool {
 /// piece is composed on its own, so offsets map back piece by piece (a decomposed syllable maps to
 /// its two or three jamo).
 pub(crate) fn nfc(input: &str) -> Option<(String, Vec<(usize, usize)>)> {
-    if input.is_ascii() || is_nfc_quick(input.chars()) == IsNormalized::Yes {
+    if already_nfc(input) {
         return None;
     }
     let mut out = String::with_capacity(input.len());
@@ -90,11 +98,7 @@ pub(crate) fn nfc(input: &str) -> Option<(String, Vec<(usize, usize)>)> {
 
 /// The input in NFC, without offsets (for decoded text, whose findings are placed by the caller).
 pub(crate) fn nfc_text(input: &str) -> Cow<'_, str> {
-    if input.is_ascii() || is_nfc_quick(input.chars()) == IsNormalized::Yes {
-        Cow::Borrowed(input)
-    } else {
-        Cow::Owned(input.nfc().collect())
-    }
+    if already_nfc(input) { Cow::Borrowed(input) } else { Cow::Owned(input.nfc().collect()) }
 }
 
 /// A conjoining jamo that NFC left alone (an initial consonant with no vowel after it, as in text
