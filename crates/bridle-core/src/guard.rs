@@ -10,6 +10,7 @@ pub mod detect;
 pub mod eval;
 mod jamo;
 pub mod mask;
+mod mention;
 mod normalize;
 mod rules;
 pub mod sanitize;

@@ -206,26 +206,70 @@ pub fn mask(config: Option<&Path>, file: Option<&Path>, jsonl: bool, rules: Opti
     Ok(exit("mask", refused))
 }
 
-/// `bridle guard eval FILE...`.
+/// `bridle guard eval FILE...`: the pooled report, then (with more than one file) the rates per
+/// family and language of each file apart (`dev` beside `heldout` and `heldout2`).
 pub fn eval(files: &[PathBuf], json: bool) -> anyhow::Result<ExitCode> {
     let detector = detector()?;
     let mut samples = Vec::new();
+    let mut splits = Vec::new();
     for f in files {
         let text = std::fs::read_to_string(f).with_context(|| format!("reading `{}`", f.display()))?;
-        let (mut s, skipped) = eval::parse_jsonl(&text);
+        let (s, skipped) = eval::parse_jsonl(&text);
         if skipped > 0 {
             eprintln!("{}: skipped {skipped} lines that are not samples", f.display());
         }
-        samples.append(&mut s);
+        let name = f.file_stem().map_or_else(|| f.display().to_string(), |n| n.to_string_lossy().into_owned());
+        samples.extend(s.iter().cloned());
+        splits.push((name, s));
     }
     let masker = Masker::new().map_err(|e| anyhow::anyhow!("{e}"))?;
     let report = eval::evaluate(detector, &masker, &samples);
+    let by_split = if files.len() > 1 { eval::by_split(detector, &splits) } else { Default::default() };
     if json {
-        out::line(&serde_json::to_string(&report)?)?;
+        let mut value = serde_json::to_value(&report)?;
+        if let Some(obj) = value.as_object_mut()
+            && !by_split.is_empty()
+        {
+            obj.insert("splits".to_owned(), serde_json::to_value(&by_split)?);
+        }
+        out::line(&value.to_string())?;
     } else {
         print_report(&report)?;
+        print_splits(&splits, &by_split)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Rows `family/lang`, one column per file: `flagged/total rate`.
+fn print_splits(
+    splits: &[(String, Vec<eval::Sample>)],
+    by_split: &std::collections::BTreeMap<String, eval::SplitRates>,
+) -> anyhow::Result<()> {
+    if by_split.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<&str> = splits.iter().map(|(n, _)| n.as_str()).collect();
+    let mut keys: Vec<&String> = by_split.values().flat_map(|r| r.keys()).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    out::line("")?;
+    let mut header = format!("{:<34}", "by file: family/lang");
+    for n in &names {
+        header.push_str(&format!(" {n:>18}"));
+    }
+    out::line(&header)?;
+    for key in keys {
+        let mut row = format!("{key:<34}");
+        for n in &names {
+            let cell = by_split
+                .get(*n)
+                .and_then(|r| r.get(key))
+                .map_or_else(|| "-".to_owned(), |t| format!("{}/{} {:.0}%", t.flagged, t.total, t.rate * 100.0));
+            row.push_str(&format!(" {cell:>18}"));
+        }
+        out::line(&row)?;
+    }
+    Ok(())
 }
 
 fn print_report(r: &Report) -> anyhow::Result<()> {

@@ -7,6 +7,7 @@ use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use regex::{Regex, RegexSet};
 
 use super::decode::{self, Encoding};
+use super::mention::Mention;
 use super::normalize::{self, View};
 use super::rules::{self, Rule};
 use super::{BLOCK_SCORE, Category, Detection, GuardError, GuardVerdict, Span, jamo};
@@ -35,19 +36,40 @@ impl Table {
         let mut compiled = Vec::with_capacity(rules.len());
         let mut patterns = Vec::with_capacity(rules.len());
         for rule in rules {
-            // ASCII word boundaries keep the lazy DFA available on non-ASCII text.
-            let pattern = rule.pattern.replace(r"\b", r"(?-u:\b)");
-            let regex = Regex::new(&pattern)
+            // ASCII word boundaries keep the lazy DFA available on non-ASCII text; patterns are
+            // folded as the canonical view folds text.
+            let pattern = normalize::fold_pattern(rule.pattern).replace(r"\b", r"(?-u:\b)");
+            let regex = regex::RegexBuilder::new(&pattern)
+                .size_limit(32 << 20)
+                .build()
                 .map_err(|e| GuardError::Pattern { name: rule.name.to_owned(), reason: e.to_string() })?;
             compiled.push(Compiled { name: rule.name, category: rule.category, weight: rule.weight, regex });
             patterns.push(pattern);
         }
         // A larger lazy-DFA cache keeps adversarial inputs on the DFA instead of the slower NFA.
         let set = regex::RegexSetBuilder::new(&patterns)
+            .size_limit(64 << 20)
             .dfa_size_limit(64 << 20)
             .build()
             .map_err(|e| GuardError::Pattern { name: "rule set".to_owned(), reason: e.to_string() })?;
         Ok(Self { set, rules: compiled })
+    }
+}
+
+/// A rule table with the keywords one of which must occur before it runs.
+struct Gated {
+    triggers: AhoCorasick,
+    table: Table,
+}
+
+impl Gated {
+    fn new(name: &str, triggers: &[&str], rules: &[Rule]) -> Result<Self, GuardError> {
+        let words: Vec<String> = triggers.iter().map(|t| normalize::fold_pattern(t)).collect();
+        let triggers = AhoCorasickBuilder::new()
+            .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+            .build(&words)
+            .map_err(|e| GuardError::Pattern { name: name.to_owned(), reason: e.to_string() })?;
+        Ok(Self { triggers, table: Table::new(rules)? })
     }
 }
 
@@ -56,6 +78,10 @@ pub struct Detector {
     triggers: AhoCorasick,
     en: Table,
     ko: Table,
+    intl: Gated,
+    ko_en: Gated,
+    documents: Gated,
+    mention: Mention,
     chosung: AhoCorasick,
     chosung_names: Vec<&'static str>,
     rot_cue: AhoCorasick,
@@ -66,6 +92,7 @@ impl std::fmt::Debug for Detector {
         f.debug_struct("Detector")
             .field("en_rules", &self.en.rules.len())
             .field("ko_rules", &self.ko.rules.len())
+            .field("intl_rules", &self.intl.table.rules.len())
             .finish()
     }
 }
@@ -84,17 +111,54 @@ impl Evidence {
         }
     }
 
+    /// The hits that count: a rule of [`rules::ONLY_WITH_INSTRUCTION`] counts only beside a hit
+    /// of another rule of an instruction family (so `DEBUG=true` beside an encoded-looking token is
+    /// still configuration text).
+    fn counted(&self) -> impl Iterator<Item = &(Category, f64, usize, usize)> {
+        let instructed = self.hits.iter().any(|(name, h)| {
+            !rules::ONLY_WITH_INSTRUCTION.contains(name)
+                && matches!(
+                    h.0,
+                    Category::InstructionOverride
+                        | Category::RoleRedefinition
+                        | Category::PromptExtraction
+                        | Category::PrivilegeEscalation
+                        | Category::Jailbreak
+                )
+        });
+        self.hits
+            .iter()
+            .filter(move |(name, _)| instructed || !rules::ONLY_WITH_INSTRUCTION.contains(name))
+            .map(|(_, h)| h)
+    }
+
+    /// Adds a hit of a rule table read in several languages (rule names start with their
+    /// language, `es_…`): where a hit of the same family from another language already covers
+    /// part of the span (the same words read by two languages' rules, "ignore … instructions"),
+    /// the strongest weight counts once.
+    fn add_merged(&mut self, name: &'static str, category: Category, weight: f64, span: (usize, usize)) {
+        let lang = |n: &str| n.split('_').next().unwrap_or_default().to_owned();
+        let mine = lang(name);
+        let overlapping = self.hits.iter_mut().find(|(n, h)| {
+            h.0 == category && lang(n) != mine && h.2 < span.1.max(span.0 + 1) && span.0 < h.3.max(h.2 + 1)
+        });
+        match overlapping {
+            Some((_, h)) => h.1 = h.1.max(weight),
+            None => self.add(name, category, weight, span),
+        }
+    }
+
     fn score(&self) -> f64 {
         // `+ 0.0` turns the empty sum's -0.0 into 0.0.
-        (self.hits.values().map(|h| h.1).sum::<f64>() + 0.0).min(1.0)
+        (self.counted().map(|h| h.1).sum::<f64>() + 0.0).min(1.0)
     }
 
     fn into_detection(self) -> Detection {
         let score = self.score();
-        let mut categories: Vec<Category> = self.hits.values().map(|h| h.0).collect();
+        let mut categories: Vec<Category> = self.counted().map(|h| h.0).collect();
         categories.sort_unstable();
         categories.dedup();
-        let mut spans: Vec<Span> = self.hits.values().map(|h| Span { start: h.2, end: h.3, category: h.0 }).collect();
+        let mut spans: Vec<Span> = self.counted().map(|h| Span { start: h.2, end: h.3, category: h.0 }).collect();
         spans.sort_unstable();
         spans.dedup();
         let verdict = if score >= BLOCK_SCORE { GuardVerdict::Block } else { GuardVerdict::Allow };
@@ -121,6 +185,10 @@ impl Detector {
             triggers,
             en: Table::new(rules::EN)?,
             ko: Table::new(rules::KO)?,
+            intl: Gated::new("intl triggers", rules::intl::TRIGGERS, rules::intl::INTL)?,
+            ko_en: Gated::new("ko-en triggers", rules::ko_en::TRIGGERS, rules::ko_en::KO_EN)?,
+            documents: Gated::new("document triggers", rules::document::TRIGGERS, rules::document::DOCUMENT)?,
+            mention: Mention::new(),
             chosung,
             chosung_names: rules::CHOSUNG_PHRASES.to_vec(),
             rot_cue: AhoCorasickBuilder::new()
@@ -135,7 +203,25 @@ impl Detector {
     }
 
     /// Scans `text`. Spans are byte offsets into `text`.
+    ///
+    /// The text is read in NFC first, so a decomposed (NFD) text gets the verdict of its composed
+    /// form; spans found in the composed text are mapped back to the input.
     pub fn detect(&self, text: &str) -> Detection {
+        let Some((composed, origin)) = normalize::nfc(text) else {
+            return self.detect_nfc(text);
+        };
+        let mut d = self.detect_nfc(&composed);
+        for span in &mut d.spans {
+            let start = origin.get(span.start).map_or(0, |o| o.0);
+            let end = span.end.checked_sub(1).and_then(|i| origin.get(i)).map_or(text.len(), |o| o.1);
+            (span.start, span.end) = (start, end.max(start));
+        }
+        d.spans.sort_unstable();
+        d.spans.dedup();
+        d
+    }
+
+    fn detect_nfc(&self, text: &str) -> Detection {
         let mut budget = MAX_DECODED;
         let mut evidence = Evidence::default();
         self.scan(text, 0, &mut budget, &mut evidence, None);
@@ -144,6 +230,9 @@ impl Detector {
 
     /// Scans one text into `evidence`. `at` maps every finding to one input range (decoded text).
     fn scan(&self, text: &str, depth: u8, budget: &mut usize, ev: &mut Evidence, at: Option<(usize, usize)>) {
+        // Decoded text (placed by `at`) is composed here; the input was composed by `detect`.
+        let composed = if at.is_some() { normalize::nfc_text(text) } else { std::borrow::Cow::Borrowed(text) };
+        let text = composed.as_ref();
         let place = |span: (usize, usize)| at.unwrap_or(span);
         let (canon, found) = normalize::canonical(text);
         self.unicode_findings(text, &found, depth, budget, ev, at);
@@ -222,17 +311,39 @@ impl Detector {
     }
 
     fn rules_on(&self, view: &View, korean: bool, ev: &mut Evidence, at: Option<(usize, usize)>) {
-        if self.triggers.find(&view.text).is_none() {
-            return;
+        if self.triggers.find(&view.text).is_some() {
+            self.table_on(&self.en, view, ev, at);
+            if korean {
+                self.table_on(&self.ko, view, ev, at);
+            }
         }
-        let tables: &[&Table] = if korean { &[&self.en, &self.ko] } else { &[&self.en] };
-        for table in tables {
-            for i in table.set.matches(&view.text).iter() {
-                let Some(rule) = table.rules.get(i) else { continue };
-                let Some(m) = rule.regex.find(&view.text) else { continue };
-                let weight =
-                    if mentioned(&view.text, m.start(), rule.category) { rule.weight * 0.3 } else { rule.weight };
-                ev.add(rule.name, rule.category, weight, at.unwrap_or(view.source(m.start(), m.end())));
+        let korean_too: &[&Gated] = if korean { &[&self.intl, &self.ko_en] } else { &[&self.intl] };
+        for gated in korean_too {
+            if gated.triggers.find(&view.text).is_some() {
+                self.table_on_merged(&gated.table, view, ev, at, true);
+            }
+        }
+        if self.documents.triggers.find(&view.text).is_some() {
+            self.table_on(&self.documents.table, view, ev, at);
+        }
+    }
+
+    fn table_on(&self, table: &Table, view: &View, ev: &mut Evidence, at: Option<(usize, usize)>) {
+        self.table_on_merged(table, view, ev, at, false);
+    }
+
+    /// Runs `table` on `view`; with `merged`, hits go through [`Evidence::add_merged`].
+    fn table_on_merged(&self, table: &Table, view: &View, ev: &mut Evidence, at: Option<(usize, usize)>, merged: bool) {
+        for i in table.set.matches(&view.text).iter() {
+            let Some(rule) = table.rules.get(i) else { continue };
+            let Some(m) = rule.regex.find(&view.text) else { continue };
+            let reported = self.mention.reported(&view.text, m.start(), rule.category);
+            let weight = if reported { rule.weight * 0.3 } else { rule.weight };
+            let span = at.unwrap_or(view.source(m.start(), m.end()));
+            if merged {
+                ev.add_merged(rule.name, rule.category, weight, span);
+            } else {
+                ev.add(rule.name, rule.category, weight, span);
             }
         }
     }
@@ -343,77 +454,6 @@ impl Detector {
         }
         blocked
     }
-}
-
-/// Words before a match that make it a report about an instruction rather than the instruction.
-const REPORTING: &[&str] = &[
-    "make you ",
-    "trick you into",
-    "tricks you into",
-    "tries to",
-    "try to",
-    "trying to",
-    "attempt to",
-    "attempts to",
-    "asks you to",
-    "ask you to",
-    "tell you to",
-    "tells you to",
-    "never ",
-    "do not ",
-    "don't ",
-    "must not ",
-    "should not ",
-    "refuse to ",
-    "such as ",
-    "like \"",
-    "e.g.",
-    "for example",
-    "예를 들어",
-    "예:",
-];
-
-/// Words elsewhere in a text that mark it as talking about attacks.
-const META: &[&str] = &[
-    "attack",
-    "example",
-    "quote",
-    "phrase",
-    "injection",
-    "paper",
-    "training",
-    "postmortem",
-    "공격",
-    "예시",
-    "사례",
-    "유형",
-    "문구",
-    "인젝션",
-    "교육",
-];
-
-/// Whether the match at `start` is quoted or reported in a text about attacks, not addressed to
-/// the model. Only the instruction families are softened; the text is already lowercase.
-fn mentioned(text: &str, start: usize, category: Category) -> bool {
-    if !matches!(
-        category,
-        Category::InstructionOverride
-            | Category::RoleRedefinition
-            | Category::PromptExtraction
-            | Category::PrivilegeEscalation
-    ) {
-        return false;
-    }
-    let mut from = start.saturating_sub(40);
-    while !text.is_char_boundary(from) {
-        from += 1;
-    }
-    let before = text.get(from..start).unwrap_or_default();
-    if REPORTING.iter().any(|w| before.contains(w)) {
-        return true;
-    }
-    let quoted = before.trim_end().ends_with(['"', '\'', '“', '‘', '「', '『', '«']);
-    quoted && META.iter().any(|w| text.contains(w))
 }
 
 fn merge(ev: &mut Evidence, inner: Evidence, span: Option<(usize, usize)>) {

@@ -40,15 +40,18 @@ pub fn parse_jsonl(text: &str) -> (Vec<Sample>, usize) {
     (samples, skipped)
 }
 
-/// Family targets of issue 4: detection rate for attacks, false-positive ceiling for benign.
+/// Family targets of issues 4 and 21: detection rate for attacks, false-positive ceiling for
+/// benign.
 pub const TARGETS: &[(&str, f64)] = &[
     ("direct_en", 0.95),
     ("encoding", 0.90),
     ("unicode", 0.99),
     ("korean", 0.95),
     ("jailbreak", 0.80),
+    ("direct_other_languages", 0.80),
+    ("documents", 0.80),
     ("benign", 0.005),
-    ("hard_negative", 0.05),
+    ("hard_negative", 0.03),
     ("secrets", 0.95),
     ("secrets_on_benign", 0.005),
 ];
@@ -69,6 +72,18 @@ pub fn families(s: &Sample) -> Vec<&'static str> {
     }
     if c.starts_with("injection_direct") && s.lang == "en" {
         out.push("direct_en");
+    }
+    if c.starts_with("injection_direct") && matches!(s.lang.as_str(), "ja" | "zh" | "es" | "de" | "fr") {
+        out.push("direct_other_languages");
+    }
+    if c.starts_with("injection_direct_ko_en") {
+        out.push("korean_english");
+    }
+    if c.starts_with("injection_document") {
+        out.push("documents");
+    }
+    if c.starts_with("injection_privilege") {
+        out.push("privilege");
     }
     if c == "obfuscation_encoding" {
         out.push("encoding");
@@ -178,6 +193,34 @@ pub fn evaluate(detector: &Detector, masker: &Masker, samples: &[Sample]) -> Rep
     let bytes = report.bytes as f64;
     report.mb_per_s = if elapsed > 0.0 { bytes / elapsed / 1e6 } else { 0.0 };
     report
+}
+
+/// One split's rates per `family/lang` (every family a sample counts in, with its language).
+pub type SplitRates = BTreeMap<String, Tally>;
+
+/// Rates per family and language for each named split (`dev`, `heldout`, `heldout2` …), so a
+/// figure on the data rules were written from is read beside the held-out ones.
+pub fn by_split(detector: &Detector, splits: &[(String, Vec<Sample>)]) -> BTreeMap<String, SplitRates> {
+    let mut out = BTreeMap::new();
+    for (name, samples) in splits {
+        let mut rates = SplitRates::new();
+        for s in samples {
+            let fams = families(s);
+            if fams.is_empty() {
+                continue;
+            }
+            let flagged = detector.detect(&s.text).blocked();
+            for f in fams {
+                bump(&mut rates, &format!("{f}/{}", s.lang), flagged);
+                bump(&mut rates, f, flagged);
+            }
+        }
+        for t in rates.values_mut() {
+            t.rate = ratio(t.flagged, t.total);
+        }
+        out.insert(name.clone(), rates);
+    }
+    out
 }
 
 fn ratio(a: usize, b: usize) -> f64 {

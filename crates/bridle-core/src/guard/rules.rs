@@ -3,6 +3,17 @@
 //!
 //! Every pattern is a `regex` pattern (no look-around, no backreferences: linear time).
 
+/// An e-mail address or a URL (the target of an exfiltration).
+macro_rules! any_email_or_url {
+    () => {
+        r"(?:[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,}|https?://\S+)"
+    };
+}
+
+pub(crate) mod document;
+pub(crate) mod intl;
+pub(crate) mod ko_en;
+
 use super::Category;
 use Category::*;
 
@@ -138,6 +149,10 @@ macro_rules! obj_en {
         r"(?:instructions?|directions?|directives?|prompts?|rules|guidelines|commands|orders|constraints|restrictions|guardrails|programming|polic(?:y|ies)|safety\s+(?:rules|guidelines|filters?)|system\s+(?:prompt|message)|training|content\s+polic(?:y|ies))"
     };
 }
+
+/// Rules that count only beside a hit of another rule of an instruction family: seed 000's
+/// escalation modes switched on, which configuration text and logs say too.
+pub(crate) const ONLY_WITH_INSTRUCTION: &[&str] = &["admin_mode_on", "ko_admin_mode_on"];
 
 /// English rules.
 pub(crate) const EN: &[Rule] = &[
@@ -295,20 +310,48 @@ pub(crate) const EN: &[Rule] = &[
         r"\b(?:lost|forgot|missing)\s+part\s+of\s+my\b[^.\n]{0,60}\b(?:key|token|secret|password)\b|\bcomplete\s+the\s+(?:key|token|secret|password)\b",
     ),
     // privilege escalation
+    // Jailbreak-flavoured modes are an instruction to the model by themselves.
     r(
         "enable_mode",
         PrivilegeEscalation,
         0.6,
         concat!(
             r"\b(?:enable|enabled|activate|activated|turn\s+on|switch\s+(?:on|to|into)|enter|entering|unlock|engage|now\s+in|are\s+in|with|simulate)\b[^.\n]{0,20}?",
-            r"\b(?:admin(?:istrator)?|root|god|sudo|developer|dev|debug|maintenance|super\s*user|unrestricted|jailbreak|dan|unlocked|unfiltered)(?:[\s_-]+[a-z]+){0,2}[\s_-]*mode\b"
+            r"\b(?:god|developer|dev|unrestricted|jailbreak|dan|unlocked|unfiltered)(?:[\s_-]+[a-z]+){0,2}[\s_-]*mode\b"
         ),
     ),
     r(
         "mode_flag_on",
         PrivilegeEscalation,
         0.6,
-        r"\b(?:admin|debug|dev|developer|god|sudo|root|unsafe|jailbreak)_?mode\s*(?:=|:)\s*(?:true|on|1|enabled|yes)\b",
+        r"\b(?:dev|developer|god|jailbreak|unsafe)_?mode\s*(?:=|:)\s*(?:true|on|1|enabled|yes)\b",
+    ),
+    // Seed 000's escalation patterns (ADMIN_MODE, DEBUG, root, maintenance) are ordinary
+    // configuration text too: switched on they weigh 0.3, and block only beside an instruction to
+    // the model (`privileged_request`), never as a log line or an env file alone.
+    r(
+        "admin_mode_on",
+        PrivilegeEscalation,
+        0.3,
+        concat!(
+            r"\b(?:enable|enabled|activate|activated|turn\s+on|switch\s+(?:on|to|into)|enter|entering|unlock|engage|now\s+in|are\s+in|with)\b[^.\n]{0,20}?",
+            r"\b(?:admin(?:istrator)?|root|sudo|debug|maintenance|super\s*user)(?:[\s_-]+[a-z]+){0,2}[\s_-]*mode\b",
+            r"|\b(?:admin|debug|root|sudo|maintenance)(?:[\s_-]*mode)?\s*(?:=|:)\s*(?:true|on|1|enabled|yes|granted)\b",
+            r"|\b(?:admin(?:istrator)?|debug|root|sudo|maintenance)[\s_-]*mode\s*(?::|is\s+(?:now\s+)?(?:on|active|enabled|granted)|on\b|active\b|enabled\b|granted\b)",
+            r"|\b(?:root|admin|sudo|superuser)\s+(?:access|privileges|rights)\s+(?:granted|enabled|unlocked)\b"
+        ),
+    ),
+    r(
+        "privileged_request",
+        PrivilegeEscalation,
+        0.3,
+        concat!(
+            r"\b(?:reveal|show|print|dump|display|leak|expose|output|tell\s+me|give\s+me)\b[^.\n]{0,40}?",
+            r"\b(?:hidden|secrets?|internal|raw|system|credentials|api\s+keys?|passwords?|configuration|config|instructions|prompt)\b",
+            r"|\b(?:skip|bypass|disable|ignore|turn\s+off|override|deactivate|lift|suspend)\b[^.\n]{0,30}?",
+            r"\b(?:safety|filters?|checks?|approvals?|confirmations?|polic(?:y|ies)|guardrails|restrictions|moderation|guidelines)\b",
+            r"|\byou\s+(?:may|can)\s+now\b|\banswer\s+(?:everything|anything)\b"
+        ),
     ),
     r(
         "grant_admin",
@@ -596,8 +639,26 @@ pub(crate) const KO: &[Rule] = &[
         PrivilegeEscalation,
         1.0,
         concat!(
-            r"(?:admin_?mode|debug_?mode|dev_?mode|관리자|개발자|디버그|debug|루트|root|무제한|탈옥)\s*(?:모드|권한)?\s*",
-            r"(?:를|을|로|으로)?\s*(?:켜|활성화|실행|전환|진입|동작|작동|변경|부여)"
+            r"(?:dev_?mode|개발자|무제한|탈옥|jailbreak|developer)\s*(?:모드|권한|mode)?\s*",
+            r"(?:를|을|로|으로)?\s*(?:켜|활성화|실행|전환|진입|동작|작동|변경|부여|switch)"
+        ),
+    ),
+    r(
+        "ko_admin_mode_on",
+        PrivilegeEscalation,
+        0.3,
+        concat!(
+            r"(?:admin_?mode|debug_?mode|관리자|디버그|debug|루트|root|admin)\s*(?:모드|권한|mode)?\s*",
+            r"(?:를|을|로|으로|가|이)?\s*(?:켜|활성화|실행|전환|진입|동작|작동|변경|부여)"
+        ),
+    ),
+    r(
+        "ko_privileged_request",
+        PrivilegeEscalation,
+        0.3,
+        concat!(
+            r"(?:비밀번호|내부\s*설정|설정|시스템\s*프롬프트|숨겨진|비밀|키)\S{0,4}\s*(?:전부|모두|다)?\s*(?:알려|보여|덤프|출력|공개)",
+            r"|(?:안전|확인|승인|필터|정책|규칙|검열)\S{0,4}\s*(?:건너뛰|우회|해제|끄|꺼|무시)"
         ),
     ),
     r(
@@ -625,7 +686,9 @@ pub(crate) const KO: &[Rule] = &[
     r(
         "ko_exfil",
         Exfiltration,
-        1.0,
+        // Sending to an address is ordinary (a report mailed to a team address); it blocks beside
+        // secrecy or a sensitive object (`koen_stealth`, `koen_send_data`).
+        0.3,
         concat!(
             r"[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,}\s*(?:으로|로|에게|에|한테)\s*(?:전송|보내|포워딩|업로드|공유)|",
             r"(?:https?://\S+)\s*(?:으로|로|에)\s*(?:전송|보내|업로드)"

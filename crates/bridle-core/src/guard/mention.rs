@@ -1,0 +1,154 @@
+//! Reported, not addressed: whether a match sits in a text that quotes or reports an attack
+//! ("attackers write 'ignore previous instructions'", 「指示を無視して」という攻撃文) rather than
+//! giving the instruction. Only the instruction families are softened, and only by the detector.
+//!
+//! The word lists are folded like the canonical view when the detector is built, so they are
+//! written here in ordinary spelling, in every language the rules read.
+
+use super::Category;
+use super::normalize::fold_pattern;
+
+/// Words before a match that make it a report about an instruction rather than the instruction.
+const REPORTING: &[&str] = &[
+    "make you ",
+    "trick you into",
+    "tricks you into",
+    "tries to",
+    "try to",
+    "trying to",
+    "attempt to",
+    "attempts to",
+    "asks you to",
+    "ask you to",
+    "tell you to",
+    "tells you to",
+    "never ",
+    "do not ",
+    "don't ",
+    "must not ",
+    "should not ",
+    "refuse to ",
+    "such as ",
+    "like \"",
+    "e.g.",
+    "for example",
+    "예를 들어",
+    "예:",
+    "por ejemplo",
+    "intentan ",
+    "zum beispiel",
+    "z. b.",
+    "versuchen ",
+    "par exemple",
+    "tentent de ",
+    "例えば",
+    "たとえば",
+    "例如",
+    "比如",
+    "试图",
+];
+
+/// Words elsewhere in a text that mark it as talking about attacks.
+const META: &[&str] = &[
+    "attack",
+    "example",
+    "quote",
+    "phrase",
+    "injection",
+    "paper",
+    "training",
+    "postmortem",
+    "phishing",
+    "공격",
+    "예시",
+    "사례",
+    "유형",
+    "문구",
+    "인젝션",
+    "교육",
+    "ataque",
+    "ejemplo",
+    "inyección",
+    "angriff",
+    "beispiel",
+    "attaque",
+    "exemple",
+    "hameçonnage",
+    "攻撃",
+    "例",
+    "インジェクション",
+    "研修",
+    "攻击",
+    "注入",
+    "培训",
+];
+
+/// Quotes that open a quotation: a match right after one (or inside an unclosed one of the
+/// directional kinds) is quoted.
+const OPENING: &[&str] = &["\"", "'", "“", "‘", "「", "『", "«", "„", "《"];
+/// Directional quotes that close a quotation.
+const CLOSING: &[&str] = &["」", "』", "»", "”", "’", "》"];
+
+/// Whether `before` ends inside a straight-quoted passage: its last straight quote opens one
+/// (at the start or after a space or bracket, and followed by a letter), as in `such as 'AI 비서는 …`.
+fn opened_straight(before: &str) -> bool {
+    let Some(at) = before.rfind(['"', '\'']) else { return false };
+    let prev = before.get(..at).and_then(|b| b.chars().next_back());
+    let next = before.get(at + 1..).and_then(|a| a.chars().next());
+    prev.is_none_or(|c| c.is_whitespace() || matches!(c, '(' | '[' | ':' | '='))
+        && next.is_some_and(char::is_alphanumeric)
+}
+
+/// The folded word lists.
+pub(crate) struct Mention {
+    reporting: Vec<String>,
+    meta: Vec<String>,
+    opening: Vec<String>,
+    /// Opening quotes whose folded form differs from the straight quotes (they can be told from
+    /// their closing partners).
+    directional: Vec<String>,
+    closing: Vec<String>,
+}
+
+impl Mention {
+    pub(crate) fn new() -> Self {
+        let fold = |words: &[&str]| -> Vec<String> {
+            let mut out: Vec<String> = words.iter().map(|w| fold_pattern(w)).filter(|w| !w.is_empty()).collect();
+            out.sort_unstable();
+            out.dedup();
+            out
+        };
+        let opening = fold(OPENING);
+        let closing = fold(CLOSING);
+        let directional =
+            opening.iter().filter(|q| !matches!(q.as_str(), "\"" | "'") && !closing.contains(q)).cloned().collect();
+        Self { reporting: fold(REPORTING), meta: fold(META), opening, directional, closing }
+    }
+
+    /// Whether the match at `start` is quoted or reported in a text about attacks, not addressed
+    /// to the model. The text is the canonical view (folded, lowercase).
+    pub(crate) fn reported(&self, text: &str, start: usize, category: Category) -> bool {
+        if !matches!(
+            category,
+            Category::InstructionOverride
+                | Category::RoleRedefinition
+                | Category::PromptExtraction
+                | Category::PrivilegeEscalation
+        ) {
+            return false;
+        }
+        let mut from = start.saturating_sub(40);
+        while !text.is_char_boundary(from) {
+            from += 1;
+        }
+        let before = text.get(from..start).unwrap_or_default();
+        if self.reporting.iter().any(|w| before.contains(w.as_str())) {
+            return true;
+        }
+        let right_after = self.opening.iter().any(|q| before.trim_end().ends_with(q.as_str()));
+        let open = self.directional.iter().filter_map(|q| before.rfind(q.as_str())).max();
+        let closed = self.closing.iter().filter_map(|q| before.rfind(q.as_str())).max();
+        let inside = open.is_some_and(|o| closed.is_none_or(|c| c < o)) || opened_straight(before);
+        (right_after || inside) && self.meta.iter().any(|w| text.contains(w.as_str()))
+    }
+}
