@@ -70,6 +70,8 @@ export function view(main, { signal, parts }) {
         a.risk ? badge(t(`risk.${a.risk}`), a.risk === 'destructive' ? 'bad' : 'info') : null,
         badge(a.level, 'warn'), badge(a.status, 'info')),
       facts([
+        [t('approvals.why'), (a.context && Array.isArray(a.context.reasons) && a.context.reasons.length)
+          ? h('ul', { class: 'reasons' }, a.context.reasons.map((r) => h('li', {}, r))) : '—'],
         [t('approvals.requester'), a.requester],
         [t('approvals.plan_hash'), h('span', { class: 'hash' }, a.plan_hash)],
         [t('approvals.expires'), time(a.expires_at)],

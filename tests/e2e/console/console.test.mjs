@@ -165,6 +165,7 @@ test('a pending plan appears live; approving it lets the identical call run', as
   const text = await p.textContent(card);
   assert.match(text, /scale_replicas/);
   assert.match(text, /requester-1/);
+  assert.match(text, /default level/, 'the card says why approval is needed');
   await shoot(p, 'approvals');
   // Enter on the focused Approve button decides nothing: it stays one button, the plan pending.
   await p.focus(`${card} button[data-action="approve"]`);

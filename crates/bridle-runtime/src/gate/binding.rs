@@ -99,7 +99,7 @@ pub(super) async fn bind(gate: &Gate, p: &Proposal<'_>, t: &mut Trace) -> Result
             t.approver = r.approvers();
             return Ok(Some(Consume { approval_id: r.id, plan_hash: plan_hash.clone(), now }));
         }
-        return Err(pending(missing, &r.id, level, "is waiting for a human").into());
+        return Err(pending(missing, &r.id, &reasons(tool, level), level, "is waiting for a human").into());
     }
     if req.dry_run {
         return Err(Rejection::new(missing, "no approval exists for this plan (a real call would request one)").into());
@@ -120,7 +120,13 @@ pub(super) async fn bind(gate: &Gate, p: &Proposal<'_>, t: &mut Trace) -> Result
         now,
         now + gate.config.approval_ttl,
     );
-    request.context.clone_from(&t.approval_context);
+    // The approver is told why: the escalation rules that fired, or the tool's own default level.
+    let why = reasons(tool, level);
+    let mut context = t.approval_context.clone().unwrap_or_else(|| json!({}));
+    if let Some(fields) = context.as_object_mut() {
+        fields.insert("reasons".to_owned(), json!(why));
+    }
+    request.context = Some(context);
     let event = requested_event(&request, gate.config.policy.version(), t, tool);
     // INVARIANT: the request commits with its `approval_requested` event, and a plan has at most
     // one live pending request: of concurrent identical calls one creates it (and notifies),
@@ -129,19 +135,28 @@ pub(super) async fn bind(gate: &Gate, p: &Proposal<'_>, t: &mut Trace) -> Result
         Created::New => {
             crate::notify::announce(gate.notifier.as_ref(), &request);
             t.approval_id = Some(id.clone());
-            Err(pending(missing, &id, level, "was created").into())
+            Err(pending(missing, &id, &why, level, "was created").into())
         }
         Created::Existing(existing) => {
             t.approval_id = Some(existing.id.clone());
-            Err(pending(missing, &existing.id, level, "is waiting for a human").into())
+            Err(pending(missing, &existing.id, &why, level, "is waiting for a human").into())
         }
     }
 }
 
-fn pending(code: Code, id: &str, level: &LevelDecision, state: &str) -> Rejection {
-    let why = if level.reasons.is_empty() { String::new() } else { format!(" ({})", level.reasons.join("; ")) };
+/// Why `tool` needs `level`: the escalation rules that fired, else the tool's own default level.
+/// Never empty.
+fn reasons(tool: &ToolContract, level: &LevelDecision) -> Vec<String> {
+    if !level.reasons.is_empty() {
+        return level.reasons.clone();
+    }
+    vec![format!("`{}` needs `{}` for every call (the tool's default level)", tool.name, tool.approval.as_str())]
+}
+
+fn pending(code: Code, id: &str, reasons: &[String], level: &LevelDecision, state: &str) -> Rejection {
+    let why = format!(" ({})", reasons.join("; "));
     Rejection::new(code, format!("approval request `{id}` {state}; retry the identical call once it is granted{why}"))
-        .with_detail(json!({"approval_id": id, "level": level.level.as_str(), "reasons": level.reasons}))
+        .with_detail(json!({"approval_id": id, "level": level.level.as_str(), "reasons": reasons}))
 }
 
 fn requested_event(r: &ApprovalRequest, policy_version: &str, t: &Trace, tool: &ToolContract) -> AuditRecord {

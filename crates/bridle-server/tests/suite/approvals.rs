@@ -33,6 +33,10 @@ async fn the_full_approval_loop_executes_exactly_once() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(shown["approval"]["plan"]["arguments"]["replicas"], 3);
     assert_eq!(shown["approval"]["requester"], "requester-1");
+    // The approver is told why, never an empty list: here the tool's own default level.
+    let why = shown["approval"]["context"]["reasons"].as_array().unwrap();
+    assert_eq!(why.len(), 1, "{shown}");
+    assert!(why[0].as_str().unwrap().contains("`scale_replicas` needs `approval` for every call"), "{shown}");
     let (status, granted) = post(&app, &format!("/v1/approvals/{id}/approve"), Some(&operator), &json!(null)).await;
     assert_eq!(status, StatusCode::OK, "{granted}");
     assert_eq!(granted["approval"]["status"], "granted");
