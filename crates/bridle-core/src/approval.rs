@@ -95,8 +95,10 @@ pub struct ApprovalRequest {
     pub expires_at: OffsetDateTime,
     /// Job that consumed it.
     pub consumed_by: Option<String>,
-    /// What the approver is shown beside the plan: `{"history": {failures, successes}}` when
-    /// the action failed before for the same diagnosis on the same equipment class.
+    /// What the approver is shown beside the plan: `reasons`, why approval is needed (the
+    /// escalation rules that fired, else the tool's default level; never empty), and
+    /// `history: {failures, successes}` when the action failed before for the same diagnosis on
+    /// the same equipment class.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<serde_json::Value>,
 }

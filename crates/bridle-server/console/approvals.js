@@ -100,6 +100,27 @@ export function view(main, { signal, parts }) {
     return section;
   };
 
+  // A request opened by link that is no longer pending says what became of it, and who decided.
+  let asked = false;
+  const settled = async () => {
+    try {
+      const a = (await get(`/v1/approvals/${encodeURIComponent(wanted)}`, signal)).approval;
+      if (a.status === 'pending') return;
+      const grants = a.grants || [];
+      const last = grants[grants.length - 1];
+      const msg = a.status === 'rejected'
+        ? t('approvals.settled_rejected', { tool: a.plan.tool, reason: a.rejection_reason || '—' })
+        : t('approvals.settled_granted', {
+          tool: a.plan.tool, who: grants.map((g) => g.approver).join(', ') || '—', when: last ? time(last.at) : '—',
+          used: a.status === 'consumed' ? t('approvals.settled_used') : '',
+        });
+      clear(feedback).append(h('p', { class: 'notice', id: 'approval-settled' }, msg));
+      announce(msg);
+    } catch (err) {
+      if (err.name !== 'AbortError') clear(feedback).append(errorBox(err));
+    }
+  };
+
   const act = async (a, what, reason) => {
     clear(feedback);
     try {
@@ -128,7 +149,11 @@ export function view(main, { signal, parts }) {
       if (err && (err.status === 403 || err.status === 401)) { clear(list).append(errorBox(err)); }
     },
     onEvent: (name, data) => {
-      if (name === 'approvals') { latest = data.approvals || []; render(); }
+      if (name === 'approvals') {
+        latest = data.approvals || [];
+        render();
+        if (wanted && !shown && !asked && !latest.some((a) => a.id === wanted)) { asked = true; settled(); }
+      }
       if (name === 'error') clear(feedback).append(errorBox(data.error || data));
     },
   });

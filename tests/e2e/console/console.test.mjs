@@ -186,6 +186,10 @@ test('a pending plan appears live; approving it lets the identical call run', as
   assert.equal(shown.body.approval.status, 'granted');
   const retried = await api('POST', '/v1/calls', REQUESTER, { tool: 'scale_replicas', arguments: { service: 'checkout', replicas: 3, resource_version: 7 }, run_id: SCALE_RUN });
   assert.equal(retried.body.status, 'ok', JSON.stringify(retried.body));
+  // The link opened again after the decision says what became of the request, and who decided.
+  await p.goto(`${BASE}/approvals/${id}`);
+  await p.waitForSelector('#approval-settled');
+  assert.match(await p.textContent('#approval-settled'), /approved by operator-2 .*the approved call has run/);
   await p.context().close();
 });
 
