@@ -25,6 +25,8 @@ pub enum Intake<'a> {
         tool: &'a str,
         /// Arguments.
         arguments: &'a Value,
+        /// The caller's own id of the call, echoed on its outcome.
+        tool_call_id: Option<&'a str>,
     },
     /// A model's raw answer (JSON, fenced blocks, ReAct lines, native tool-call shapes), read
     /// under `limits`.
@@ -91,9 +93,10 @@ pub async fn intake(
     base: &CallRequest,
 ) -> Result<Intook, CallError> {
     let (parse, read): (Parse, Vec<ParsedCall>) = match input {
-        Intake::Call { tool, arguments } => {
+        Intake::Call { tool, arguments, tool_call_id } => {
             let request = CallRequest { tool: tool.to_owned(), arguments: arguments.clone(), ..base.clone() };
-            let outcome = single(on_own_task(gate, principal.clone(), run.clone(), vec![request]).await?)?;
+            let mut outcome = single(on_own_task(gate, principal.clone(), run.clone(), vec![request]).await?)?;
+            outcome.tool_call_id = tool_call_id.map(str::to_owned);
             let admitted = Admitted { tool: tool.to_owned(), arguments: arguments.clone(), read: None, outcome };
             return Ok(Intook { parse: Parse::Structured, calls: vec![admitted] });
         }

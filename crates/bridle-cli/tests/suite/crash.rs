@@ -18,13 +18,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::support::{PgSchema, copy_example, text};
+use super::support::{PgSchema, Proc, copy_example, text};
 
 const SECRET: &str = "crash-test-secret-of-at-least-32-bytes!!";
 /// The change identity's credential; the fake adapter refuses any other.
@@ -124,16 +124,6 @@ fn fake_fab_adapter() {
 // ---------------------------------------------------------------------------------------------
 // Processes
 // ---------------------------------------------------------------------------------------------
-
-/// A child process, killed (SIGKILL) when dropped.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// Starts the fake adapter; returns it and its port.
 fn start_fab(log: &Path) -> (Proc, u16) {

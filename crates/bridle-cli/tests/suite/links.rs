@@ -4,14 +4,14 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use axum::Json;
 use axum::routing::post;
 use serde_json::Value;
 
-use super::support::{copy_example, text};
+use super::support::{Proc, copy_example, text};
 
 const SECRET: &str = "links-test-secret-links-test-secret-01";
 
@@ -26,16 +26,10 @@ fn http(addr: &str, request: &str) -> (String, String) {
     (status, body)
 }
 
+/// A `bridle serve` child, killed when dropped.
 struct Served {
-    child: Child,
+    _child: Proc,
     addr: String,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// `bridle serve` over the checkout example with webhooks to `receiver`.
@@ -60,7 +54,7 @@ fn serve(dir: &std::path::Path, receiver: &str, console: Option<&str>) -> Served
     let mut child = cmd.spawn().unwrap();
     let first = BufReader::new(child.stdout.take().unwrap()).lines().next().unwrap().unwrap();
     let addr = first.split("http://").nth(1).and_then(|r| r.split_whitespace().next()).unwrap().to_owned();
-    Served { child, addr }
+    Served { _child: Proc(child), addr }
 }
 
 fn token(dir: &std::path::Path) -> String {

@@ -6,12 +6,12 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::support::{PgSchema, bridle, copy_example, text};
+use super::support::{PgSchema, Proc, bridle, copy_example, text};
 
 const SECRET: &str = "replica-race-secret-of-at-least-32-bytes!!";
 const ROUNDS: usize = 200;
@@ -19,15 +19,8 @@ const CLIENTS: usize = 64;
 
 /// A `bridle serve` child, killed when dropped.
 struct Server {
-    child: Child,
+    _child: Proc,
     base: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn serve(dir: &Path, db: &str) -> Server {
@@ -48,7 +41,7 @@ fn serve(dir: &Path, db: &str) -> Server {
     // "bridle serving on http://127.0.0.1:PORT (store …)"
     let base =
         first.split_whitespace().find(|w| w.starts_with("http://")).unwrap_or_else(|| panic!("{first}")).to_owned();
-    Server { child, base }
+    Server { _child: Proc(child), base }
 }
 
 fn token(dir: &Path, subject: &str, scopes: &str) -> String {

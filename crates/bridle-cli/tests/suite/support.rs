@@ -2,7 +2,17 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
+
+/// A child process, killed (SIGKILL) when dropped.
+pub struct Proc(pub Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
 
 /// Runs `bridle ARGS` in `cwd` with no configuration or store taken from the environment.
 pub fn bridle(args: &[&str], cwd: &Path) -> Output {

@@ -123,7 +123,7 @@ pub async fn call(
     let input = match (&body.tool, &body.answer) {
         (Some(tool), None) => {
             arguments = Value::Object(body.arguments.clone().unwrap_or_default());
-            Intake::Call { tool, arguments: &arguments }
+            Intake::Call { tool, arguments: &arguments, tool_call_id: body.tool_call_id.as_deref() }
         }
         (None, Some(answer)) => {
             if body.arguments.is_some() || body.tool_call_id.is_some() {
@@ -140,8 +140,7 @@ pub async fn call(
     let mut outcomes = intook.calls.into_iter().map(|c| c.outcome);
     let answer = match intook.parse {
         Parse::Structured => {
-            let mut outcome = outcomes.next_back().ok_or(NoOutcome)?;
-            outcome.tool_call_id.clone_from(&body.tool_call_id);
+            let outcome = outcomes.next_back().ok_or(NoOutcome)?;
             serde_json::to_value(outcome)?
         }
         Parse::Read(format) => {
