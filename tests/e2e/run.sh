@@ -25,6 +25,9 @@ binary="$(cd "$target/debug" && pwd)/bridle"
 echo "== e2e: MCP (Python mcp SDK, stdio and Streamable HTTP)"
 "$venv/bin/python" tests/e2e/mcp/test_mcp.py "$binary"
 
+echo "== e2e: MCP 2026-07-28 (TypeScript SDK v2) and the MCP conformance suite (Node)"
+bash tests/e2e/mcp/ts/run.sh "$binary"
+
 echo "== e2e: MCP gateway (an upstream written with the Python mcp SDK behind bridle mcp --stdio)"
 "$venv/bin/python" tests/e2e/mcp/test_gateway.py "$binary"
 

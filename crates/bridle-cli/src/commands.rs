@@ -7,6 +7,7 @@ pub mod check;
 pub mod demo;
 pub mod drift;
 pub mod feedback;
+pub mod gateway;
 pub mod guard;
 pub mod input;
 pub mod jobs;

@@ -126,6 +126,12 @@ enum Command {
     /// Rate an executed action (by job id) a success or a failure: the action history the gate
     /// weighs the same action for the same diagnosis on the same equipment class against.
     Outcome(commands::outcome::Args),
+    /// The MCP gateway's upstreams: `import` prints contract stanzas for an upstream's tools,
+    /// `pin` records their current definitions as reviewed (`upstream_pin`), audited.
+    Gateway {
+        #[command(subcommand)]
+        command: commands::gateway::GatewayCommand,
+    },
     /// Development tokens.
     Token {
         #[command(subcommand)]
@@ -167,6 +173,7 @@ fn main() -> ExitCode {
             Command::Jobs { command } => commands::jobs::run(g, command).await,
             Command::Outcome(args) => commands::outcome::run(g, args).await,
             Command::Kill(args) => commands::kill::run(g, args).await,
+            Command::Gateway { command } => commands::gateway::run(g, command).await,
             Command::Token { command } => commands::token::run(g, command),
         };
         // Before exiting, every store this command wrote to gets its chains' heads signed.

@@ -59,6 +59,10 @@ pub enum EventKind {
     /// Feedback on a decision was stored (call id: the feedback id; reason: the rating, score
     /// and source; the comment itself is not repeated).
     FeedbackCollected,
+    /// An operator pinned an upstream MCP tool's definition as reviewed (`bridle gateway pin`;
+    /// call id: `pin:UPSTREAM/TOOL`; tool: the Bridle tool; plan hash: the new pin; reason: the
+    /// pin it replaces).
+    GatewayPinned,
 }
 
 impl EventKind {
@@ -78,6 +82,7 @@ impl EventKind {
             Self::KillSwitchLifted => "kill_switch_lifted",
             Self::ActionOutcome => "action_outcome",
             Self::FeedbackCollected => "feedback_collected",
+            Self::GatewayPinned => "gateway_pinned",
         }
     }
 }
@@ -212,6 +217,7 @@ impl AuditRecord {
             EventKind::KillSwitchLifted => "kill switch lifted".to_owned(),
             EventKind::ActionOutcome => "action outcome recorded".to_owned(),
             EventKind::FeedbackCollected => "feedback recorded".to_owned(),
+            EventKind::GatewayPinned => "gateway tool pinned".to_owned(),
         }
     }
 }

@@ -200,6 +200,9 @@ codes! {
     RunNotOwned => "run_not_owned",
     /// The run has as many calls in flight as `[limits] run_concurrency` allows.
     TooManyConcurrentCalls => "too_many_concurrent_calls",
+    /// The definition of an upstream MCP tool the gateway fronts is not the pinned one (a new
+    /// description or schema since review); nothing was sent.
+    UpstreamChanged => "upstream_changed",
 }
 
 impl std::fmt::Display for Code {

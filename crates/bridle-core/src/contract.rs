@@ -4,6 +4,7 @@
 //! current state (`max_delta`) are declared here but evaluated by the gate after policy.
 
 mod expose;
+pub mod pin;
 mod rules;
 mod schema;
 
@@ -138,6 +139,10 @@ pub struct ToolContract {
     pub params: BTreeMap<String, ParamRule>,
     /// The compiled input schema.
     pub schema: Arc<CompiledSchema>,
+    /// The schema of a successful result, when the contract declares one
+    /// (`[tools.X] output_schema`; MCP `outputSchema`, and the result becomes the tool result's
+    /// `structuredContent`).
+    pub output_schema: Option<Arc<CompiledSchema>>,
     /// Its results carry content written outside our control (tickets, web pages, retrieved
     /// documents): a successful call taints its run, and the gate returns the result
     /// spotlighted (`[tools.X] untrusted_output = true`; default false).
@@ -239,7 +244,7 @@ fn schema_hash(tools: &BTreeMap<String, Arc<ToolContract>>) -> String {
     let contracts: Vec<Value> = tools
         .values()
         .map(|t| {
-            serde_json::json!({
+            let mut contract = serde_json::json!({
                 "name": t.name,
                 "title": t.title,
                 "description": t.description,
@@ -254,7 +259,12 @@ fn schema_hash(tools: &BTreeMap<String, Arc<ToolContract>>) -> String {
                 "params": t.params,
                 "schema": t.schema.source(),
                 "untrusted_output": t.untrusted_output,
-            })
+            });
+            // Only when declared, so registries without one keep the hash they had.
+            if let (Some(output), Some(fields)) = (&t.output_schema, contract.as_object_mut()) {
+                fields.insert("output_schema".into(), output.source().clone());
+            }
+            contract
         })
         .collect();
     // INVARIANT: contracts hold strings, finite numbers (validated rules) and JSON schemas, all

@@ -4,6 +4,14 @@
 //! no domain rule: a rejection is the gate's, returned as a tool result with `isError: true` and
 //! structured content `{code, message}`. No upstream tool annotation is read or passed on: the
 //! tools listed are Bridle's own contracts.
+//!
+//! Both eras of the protocol are served on both transports. A 2025-11-25 (or older) client
+//! opens a session with `initialize`; a 2026-07-28 client sends `server/discover` or goes
+//! straight to its request, each request carrying its own `_meta` (protocol version, client
+//! capabilities) and, over HTTP, the `MCP-Protocol-Version` / `Mcp-Method` headers, with no
+//! session. rmcp validates the revision's envelope (missing or unsupported versions get the
+//! revision's errors); this module decides only what Bridle needs from a request, and never
+//! from the session: the principal from the bearer token, the run from [`run_of`].
 
 pub mod result;
 
@@ -17,9 +25,12 @@ use bridle_core::{Principal, RunContext};
 use bridle_runtime::gate::{CallRequest, Gate};
 use bridle_runtime::intake::{CallError, spawn_call};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
-    ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, DiscoverResult, Implementation, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
 };
+// `logging/setLevel` is deprecated (SEP-2577), and still answered to handshake-era clients.
+#[allow(deprecated)]
+use rmcp::model::SetLevelRequestParams;
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -30,7 +41,7 @@ use tokio_util::sync::CancellationToken;
 use crate::AppState;
 use crate::api::Caller;
 
-/// `_meta` key naming the run a call belongs to (default: the MCP session id).
+/// `_meta` key naming the run a call belongs to (default: see [`run_of`]).
 pub const RUN_ID_META: &str = "bridle/run_id";
 /// `_meta` key naming the incident a call belongs to (default: none).
 pub const INCIDENT_META: &str = "bridle/incident";
@@ -39,15 +50,22 @@ pub const AGENT_META: &str = "bridle/agent";
 /// Header carrying the Streamable HTTP session id.
 const SESSION_HEADER: &str = "mcp-session-id";
 
-/// The protocol versions offered, oldest first; `initialize` settles on the newest the client
-/// also speaks. 2026-07-28 is left out on purpose: it drops sessions, and a plan's run id is the
-/// MCP session id.
+/// The protocol versions served, oldest first. `initialize` settles on the newest handshake
+/// revision the client also speaks (2025-11-25); 2026-07-28 has no handshake: a request naming it
+/// in `_meta` is served statelessly (`server/discover` lists these versions).
 pub const PROTOCOL_VERSIONS: &[ProtocolVersion] = &[
     ProtocolVersion::V_2024_11_05,
     ProtocolVersion::V_2025_03_26,
     ProtocolVersion::V_2025_06_18,
     ProtocolVersion::V_2025_11_25,
+    ProtocolVersion::V_2026_07_28,
 ];
+
+/// Whether this request is of the stateless revision (2026-07-28 or later): its own `_meta`
+/// names the version, or the stdio peer opened without a handshake.
+fn is_stateless(ctx: &RequestContext<RoleServer>) -> bool {
+    ctx.protocol_version().is_some_and(|v| !v.has_initialize())
+}
 
 /// How the MCP endpoint is reached and stopped.
 #[derive(Debug, Clone)]
@@ -129,14 +147,55 @@ impl BridleMcp {
         }
     }
 
-    /// The Streamable HTTP session id, else this handler's own.
-    fn session_id(&self, ctx: &RequestContext<RoleServer>) -> String {
-        ctx.extensions
+    /// The run a call without `_meta` `bridle/run_id` belongs to (never a request field):
+    /// - stdio, either era: this process's run (one handler per connection);
+    /// - a legacy Streamable HTTP session: the `Mcp-Session-Id`;
+    /// - a stateless 2026-07-28 HTTP request: the credential's run ([`credential_run`]), so an
+    ///   identical plain retry is the same plan and executes once its approval is granted.
+    fn run_of(&self, principal: &Principal, agent: Option<&str>, ctx: &RequestContext<RoleServer>) -> String {
+        if matches!(self.identity, Identity::Fixed(_)) {
+            return self.session.to_string();
+        }
+        let session = ctx
+            .extensions
             .get::<Parts>()
             .and_then(|parts| parts.headers.get(SESSION_HEADER))
             .and_then(|v| v.to_str().ok())
-            .filter(|v| !v.is_empty())
-            .map_or_else(|| self.session.to_string(), str::to_owned)
+            .filter(|v| !v.is_empty());
+        match session {
+            Some(id) if !is_stateless(ctx) => id.to_owned(),
+            _ => {
+                let agent = principal.agent.as_deref().or(agent);
+                let window = self.gate.config().limits.for_call(&principal.tenant, agent).deadline;
+                credential_run(principal, window, std::time::SystemTime::now())
+            }
+        }
+    }
+}
+
+/// The run of a credential's stateless calls: `mcp-`, 24 hex digits of SHA-256 over the
+/// principal's tenant, subject and agent (stable across requests and replicas, distinct per
+/// tenant), and, when its runs have a deadline (`[limits] run_deadline_ms`), `-N`, the index of
+/// the deadline-long window `now` falls in. A run opened in window N cannot outlive its
+/// deadline before window N + 1 opens the next, so a client that never names a run is never
+/// locked out by an expired one; a retry that crosses a window boundary is a new plan and asks
+/// for a new approval.
+pub fn credential_run(
+    principal: &Principal,
+    window: Option<std::time::Duration>,
+    now: std::time::SystemTime,
+) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hash = Sha256::new();
+    for part in [principal.tenant.as_str(), principal.subject.as_str(), principal.agent.as_deref().unwrap_or("")] {
+        hash.update((part.len() as u64).to_be_bytes());
+        hash.update(part.as_bytes());
+    }
+    let hex: String = hash.finalize().iter().take(12).map(|b| format!("{b:02x}")).collect();
+    let since_epoch = now.duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis();
+    match window.map(|w| w.as_millis()).filter(|w| *w > 0) {
+        Some(w) => format!("mcp-{hex}-{}", since_epoch / w),
+        None => format!("mcp-{hex}"),
     }
 }
 
@@ -168,8 +227,11 @@ fn check_bounds(run: &RunContext, request: &CallRequest) -> Result<(), bridle_co
 }
 
 impl ServerHandler for BridleMcp {
+    // `logging` is deprecated (SEP-2577) but still the handshake era's capability, which
+    // conformance clients of 2025-11-25 expect.
+    #[allow(deprecated)]
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_logging().build())
             .with_protocol_version(ProtocolVersion::V_2025_11_25)
             .with_server_info(Implementation::new("bridle", env!("CARGO_PKG_VERSION")))
             .with_instructions(
@@ -182,6 +244,29 @@ impl ServerHandler for BridleMcp {
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
         Cow::Borrowed(PROTOCOL_VERSIONS)
+    }
+
+    /// The revision's discovery: the versions served and the capabilities of the stateless
+    /// revision (tools; `logging` is a handshake-era capability and is left out).
+    async fn discover(&self, _ctx: RequestContext<RoleServer>) -> Result<DiscoverResult, ErrorData> {
+        let mut info = self.get_info();
+        info.capabilities.logging = None;
+        Ok(DiscoverResult::from_server_info(PROTOCOL_VERSIONS.to_vec(), info))
+    }
+
+    /// `logging/setLevel` of the handshake revisions: accepted (Bridle sends no log
+    /// notifications; its logs go to the operator's collector). The stateless revision removed
+    /// the method, so a 2026-07-28 request gets "method not found".
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        _request: SetLevelRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if is_stateless(&ctx) {
+            return Err(ErrorData::method_not_found::<rmcp::model::SetLevelRequestMethod>());
+        }
+        Ok(())
     }
 
     async fn list_tools(
@@ -203,13 +288,14 @@ impl ServerHandler for BridleMcp {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let principal = self.principal(&ctx)?;
+        let config = self.gate.config();
+        let agent = meta_string(&params, &ctx, AGENT_META)?;
         let run_id = match meta_string(&params, &ctx, RUN_ID_META)? {
             Some(id) => id,
-            None => self.session_id(&ctx),
+            None => self.run_of(&principal, agent.as_deref(), &ctx),
         };
         let incident = meta_string(&params, &ctx, INCIDENT_META)?.unwrap_or_default();
         let run = RunContext::new(&run_id, &incident);
-        let agent = meta_string(&params, &ctx, AGENT_META)?;
         let request = CallRequest {
             tool: params.name.to_string(),
             arguments: Value::Object(params.arguments.clone().unwrap_or_default()),
@@ -224,7 +310,8 @@ impl ServerHandler for BridleMcp {
             CallError::Task(e) => ErrorData::internal_error(format!("the gate call failed: {e}"), None),
             CallError::Gate(e) => ErrorData::internal_error(format!("the gate could not decide: {e}"), None),
         })?;
-        Ok(result::tool_result(&outcome, &self.console).into())
+        let output = config.registry.get(&params.name).and_then(|t| t.output_schema.clone());
+        Ok(result::tool_result(&outcome, &self.console, output.as_deref()).into())
     }
 }
 
@@ -275,3 +362,45 @@ pub async fn serve_stdio(gate: Gate, principal: Principal, console: &str) -> Res
 #[derive(Debug, thiserror::Error)]
 #[error("mcp: {0}")]
 pub struct McpError(String);
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, UNIX_EPOCH};
+
+    use super::*;
+
+    fn principal(tenant: &str, subject: &str, agent: Option<&str>) -> Principal {
+        Principal {
+            subject: subject.into(),
+            tenant: tenant.into(),
+            services: Default::default(),
+            scopes: Default::default(),
+            agent: agent.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn a_credential_run_is_stable_per_identity_and_windowed_by_the_run_deadline() {
+        let now = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let a = credential_run(&principal("t", "s", None), None, now);
+        assert_eq!(a, credential_run(&principal("t", "s", None), None, now + Duration::from_secs(86_400 * 365)));
+        assert!(a.starts_with("mcp-") && a.len() == 28, "{a}");
+        // Tenant, subject and agent each separate runs; a shifted boundary does not collide.
+        for other in [
+            principal("u", "s", None),
+            principal("t", "z", None),
+            principal("t", "s", Some("x")),
+            principal("ts", "", None),
+        ] {
+            assert_ne!(a, credential_run(&other, None, now), "{other:?}");
+        }
+        assert_eq!(bridle_core::bounds::check_id("run", &a), Ok(()));
+        // With a one-hour deadline, the run changes each hour, never within one.
+        let hour = Some(Duration::from_secs(3600));
+        let start = UNIX_EPOCH + Duration::from_secs(3600 * 500_000);
+        let first = credential_run(&principal("t", "s", None), hour, start);
+        assert_eq!(first, credential_run(&principal("t", "s", None), hour, start + Duration::from_secs(3599)));
+        assert_ne!(first, credential_run(&principal("t", "s", None), hour, start + Duration::from_secs(3600)));
+        assert!(first.starts_with(&a) && first.ends_with("-500000"), "{first}");
+    }
+}

@@ -19,6 +19,7 @@ mod suite {
     mod lab;
     mod limits;
     mod mcp;
+    mod mcp_stateless;
     mod metrics;
     mod openapi;
     mod regression;

@@ -3,8 +3,9 @@
 Starts `bridle serve` on a free port with a temporary SQLite store, then runs one scenario over
 Streamable HTTP (`/mcp` with a bearer token) and one over stdio (`bridle mcp --stdio` spawned
 with BRIDLE_TOKEN and the same store): list tools (scoped to the principal), call a read tool,
-hit approval_required, approve over the HTTP API with an operator token, call again (executed),
-call once more (a new approval is needed: the first ran exactly once). Prints one line per check
+hit approval_required, approve with the CLI (`bridle approvals approve ID --token OPERATOR`) over
+HTTP and with the HTTP API over stdio, call again (executed), call once more (a new approval is
+needed: the first ran exactly once). Prints one line per check
 and a closing `e2e: N passed, N failed` line; exits non-zero on any failure.
 
 Usage: python test_mcp.py PATH_TO_BRIDLE_BINARY
@@ -24,7 +25,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import httpx2
 from mcp import ClientSession, StdioServerParameters, stdio_client
@@ -107,8 +108,26 @@ def executed_scales(base: str, operator: str) -> int:
                if e.get("kind") == "tool_call" and e.get("tool") == "scale_replicas" and e.get("decision") == "executed")
 
 
+Grant = Callable[[str], tuple[bool, Any]]
+
+
+def grant_over_http(base: str, operator: str) -> Grant:
+    def grant(approval_id: str) -> tuple[bool, Any]:
+        status, body = http("POST", f"{base}/v1/approvals/{approval_id}/approve", operator)
+        return status == 200, (status, body)
+    return grant
+
+
+def grant_with_cli(binary: str, env: dict[str, str], db: str, operator: str) -> Grant:
+    def grant(approval_id: str) -> tuple[bool, Any]:
+        out = subprocess.run([binary, "approvals", "approve", approval_id, "--db", db, "--token", operator],
+                             env=env, capture_output=True, text=True, timeout=60)
+        return out.returncode == 0, out.stdout + out.stderr
+    return grant
+
+
 async def scenario(c: Checks, label: str, session: ClientSession, viewer: ClientSession | None, base: str,
-                   operator: str, executed_before: int) -> None:
+                   operator: str, executed_before: int, grant: Grant, how: str) -> None:
     """The shared steps, over whichever transport `session` uses."""
     init = await session.initialize()
     c.check(f"{label}: protocol version negotiated", init.protocol_version == "2025-11-25", init.protocol_version)
@@ -136,8 +155,8 @@ async def scenario(c: Checks, label: str, session: ClientSession, viewer: Client
     c.check(f"{label}: approval id and console url",
             bool(approval_id) and str(body.get("approval_url", "")).endswith(f"/approvals/{approval_id}"), body)
 
-    status, granted = http("POST", f"{base}/v1/approvals/{approval_id}/approve", operator)
-    c.check(f"{label}: operator approves over HTTP", status == 200, (status, granted))
+    ok, granted = grant(approval_id)
+    c.check(f"{label}: operator approves {how}", ok, granted)
 
     done = await session.call_tool("scale_replicas", SCALE)
     done_body = done.structured_content or {}
@@ -154,7 +173,7 @@ async def scenario(c: Checks, label: str, session: ClientSession, viewer: Client
     c.check(f"{label}: audit shows exactly one execution", count == executed_before + 1, count)
 
 
-async def over_http(c: Checks, base: str, tokens: dict[str, str]) -> None:
+async def over_http(c: Checks, base: str, tokens: dict[str, str], grant: Grant) -> None:
     status, body = http("POST", f"{base}/mcp", None, {"jsonrpc": "2.0", "id": 1, "method": "ping"})
     c.check("http: no token is 401 unauthenticated",
             status == 401 and (body or {}).get("error", {}).get("code") == "unauthenticated", (status, body))
@@ -168,7 +187,7 @@ async def over_http(c: Checks, base: str, tokens: dict[str, str]) -> None:
                 streamable_http_client(f"{base}/mcp", http_client=vc) as (r2, w2):
             async with ClientSession(r1, w1) as session, ClientSession(r2, w2) as viewer:
                 await scenario(c, "http", session, viewer, base, tokens["operator-2"], executed_scales(
-                    base, tokens["operator-2"]))
+                    base, tokens["operator-2"]), grant, "with the CLI")
 
 
 async def over_stdio(c: Checks, binary: str, env: dict[str, str], db: str, base: str,
@@ -180,7 +199,8 @@ async def over_stdio(c: Checks, binary: str, env: dict[str, str], db: str, base:
     before = executed_scales(base, tokens["operator-2"])
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
-            await scenario(c, "stdio", session, None, base, tokens["operator-2"], before)
+            await scenario(c, "stdio", session, None, base, tokens["operator-2"], before,
+                           grant_over_http(base, tokens["operator-2"]), "over HTTP")
 
 
 def main() -> int:
@@ -204,7 +224,7 @@ def main() -> int:
         try:
             wait_healthy(base, server)
             print("MCP over Streamable HTTP", flush=True)
-            asyncio.run(over_http(c, base, tokens))
+            asyncio.run(over_http(c, base, tokens, grant_with_cli(binary, env, db, tokens["operator-2"])))
             print("MCP over stdio", flush=True)
             asyncio.run(over_stdio(c, binary, env, db, base, tokens))
             # Two processes (serve and the stdio server) appended to one tenant's audit chain.

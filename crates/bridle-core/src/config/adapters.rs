@@ -42,7 +42,9 @@
 //! A tool with `adapter = "mcp:NAME"` calls the upstream tool `upstream_tool` (default: its own
 //! name). Its contract is Bridle's like any other (mode, scope, risk, approval, executor and a
 //! closed `input_schema` in the config); the adapter checks at its first connection that the
-//! upstream offers the tool and that the contract's properties are the upstream's.
+//! upstream offers the tool and that the contract's properties are the upstream's, and on
+//! every re-list (after `tools/list_changed`, and at the latest every `relist_ms`, default
+//! 30 s) that its definition still has its `upstream_pin`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -84,6 +86,7 @@ struct RawMcp {
     credential_env: Option<String>,
     credential_file: Option<String>,
     timeout_ms: Option<u64>,
+    relist_ms: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -327,7 +330,14 @@ pub struct McpAdapterSettings {
     pub upstream: McpUpstream,
     /// Time allowed for one call (and for connecting).
     pub timeout: Duration,
+    /// Longest time between two judgements of the upstream's tool definitions (`relist_ms`,
+    /// default 30 s; 0: before every call). A 2026-07-28 upstream sends no
+    /// `tools/list_changed` to a gateway that does not subscribe, so re-listing is what sees it.
+    pub relist: Duration,
 }
+
+/// How often the gateway re-lists an upstream's tools when `relist_ms` is not set.
+pub const DEFAULT_RELIST_MS: u64 = 30_000;
 
 /// Whether a request carries the arguments as a JSON body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -363,6 +373,9 @@ pub enum ToolRoute {
         adapter: String,
         /// The upstream tool's name.
         upstream_tool: String,
+        /// The pin of its reviewed definition (`[tools.X] upstream_pin`); `None`: the
+        /// definition first seen is trusted for the process's life.
+        pin: Option<String>,
     },
 }
 
@@ -571,12 +584,20 @@ pub(super) fn adapter_settings(
             }
         }
         let timeout = timeout(&at, m.timeout_ms, errors);
-        settings.mcp.insert(name.clone(), McpAdapterSettings { upstream, timeout });
+        let relist = Duration::from_millis(m.relist_ms.unwrap_or(DEFAULT_RELIST_MS).min(MAX_TIMEOUT_MS));
+        settings.mcp.insert(name.clone(), McpAdapterSettings { upstream, timeout, relist });
     }
     for (tool, t) in tools {
         let at = format!("tools.{tool}");
         if t.upstream_tool.is_some() && !t.adapter.as_deref().is_some_and(|a| a.starts_with("mcp:")) {
             errors.push(format!("{at}.upstream_tool"), "needs `adapter = \"mcp:NAME\"`");
+        }
+        if let Some(pin) = &t.upstream_pin {
+            if !t.adapter.as_deref().is_some_and(|a| a.starts_with("mcp:")) {
+                errors.push(format!("{at}.upstream_pin"), "needs `adapter = \"mcp:NAME\"`");
+            } else if !crate::contract::pin::is_pin(pin) {
+                errors.push(format!("{at}.upstream_pin"), "must be `sha256:` and 64 lowercase hex digits");
+            }
         }
         let params = schema_params(registry, tool);
         let Some(reference) = &t.adapter else {
@@ -641,7 +662,8 @@ pub(super) fn adapter_settings(
                 if upstream_tool.is_empty() {
                     errors.push(format!("{at}.upstream_tool"), "must not be empty");
                 }
-                settings.routes.insert(tool.clone(), ToolRoute::Mcp { adapter: name.to_owned(), upstream_tool });
+                let pin = t.upstream_pin.clone();
+                settings.routes.insert(tool.clone(), ToolRoute::Mcp { adapter: name.to_owned(), upstream_tool, pin });
             }
             _ => errors.push(
                 format!("{at}.adapter"),

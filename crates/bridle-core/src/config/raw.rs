@@ -124,6 +124,9 @@ pub(super) struct RawTool {
     pub schema: Option<String>,
     #[serde(default)]
     pub input_schema: Option<toml::Value>,
+    /// The JSON Schema of a successful result (inline, like `input_schema`).
+    #[serde(default)]
+    pub output_schema: Option<toml::Value>,
     #[serde(default)]
     pub params: BTreeMap<String, ParamRule>,
     #[serde(default)]
@@ -137,6 +140,10 @@ pub(super) struct RawTool {
     /// The upstream tool of an `mcp:` tool (default: the tool's own name).
     #[serde(default)]
     pub upstream_tool: Option<String>,
+    /// The pin of the upstream definition an operator reviewed (`sha256:…`, see
+    /// `contract::pin`); written by `bridle gateway import` and `bridle gateway pin`.
+    #[serde(default)]
+    pub upstream_pin: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

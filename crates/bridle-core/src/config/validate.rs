@@ -284,6 +284,12 @@ fn tool_contract(
     if let Some(schema) = &schema {
         check_params(&at, tool, schema.source(), errors);
     }
+    let output_schema = tool.output_schema.as_ref().and_then(|inline| {
+        let compiled = serde_json::to_value(inline)
+            .map_err(|e| vec![e.to_string()])
+            .and_then(|v| CompiledSchema::compile_output(v).map_err(|es| es.iter().map(ToString::to_string).collect()));
+        compiled.map_err(|es| es.into_iter().for_each(|e| errors.push(format!("{at}.output_schema"), e))).ok()
+    });
     let approval = tool.approval.unwrap_or(match tool.mode {
         Mode::Read => ApprovalLevel::Auto,
         Mode::Change => ApprovalLevel::Approval,
@@ -305,6 +311,7 @@ fn tool_contract(
         resource: tool.resource.clone(),
         params: tool.params.clone(),
         schema: Arc::new(schema?),
+        output_schema: output_schema.map(Arc::new),
         untrusted_output: tool.untrusted_output,
     })
 }

@@ -14,13 +14,17 @@ pub(super) fn mcp(tool: &ToolContract) -> Value {
         a.insert("destructiveHint".into(), Value::Bool(tool.risk == RiskTier::Destructive));
         a.insert("idempotentHint".into(), Value::Bool(tool.idempotent));
     }
-    json!({
+    let mut listed = json!({
         "name": tool.name,
         "title": tool.title,
         "description": tool.description,
         "inputSchema": tool.schema.source(),
         "annotations": annotations,
-    })
+    });
+    if let (Some(output), Some(fields)) = (&tool.output_schema, listed.as_object_mut()) {
+        fields.insert("outputSchema".into(), output.source().clone());
+    }
+    listed
 }
 
 /// An OpenAI function-calling tool definition.

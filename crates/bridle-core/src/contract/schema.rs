@@ -1,4 +1,5 @@
-//! Input schemas: JSON Schema draft 2020-12, compiled once at load, closed to unknown fields.
+//! Tool schemas: JSON Schema draft 2020-12, compiled once at load. Input schemas are closed to
+//! unknown fields; output schemas (what a result looks like) may stay open.
 
 use serde_json::Value;
 
@@ -54,6 +55,27 @@ impl CompiledSchema {
             }
         };
         if errors.is_empty() { Ok(Self { source, validator }) } else { Err(errors) }
+    }
+
+    /// Compiles the draft 2020-12 schema of a tool's results: the root describes an object (as
+    /// MCP's `outputSchema` must), and objects may stay open, since a result is the tool's to
+    /// shape and checking it must not refuse a field the contract did not foresee.
+    pub fn compile_output(source: Value) -> Result<Self, Vec<SchemaError>> {
+        if let Err(e) = jsonschema::draft202012::meta::validate(&source) {
+            return Err(vec![SchemaError::Invalid(e.to_string())]);
+        }
+        if source.get("type").and_then(Value::as_str) != Some("object") {
+            return Err(vec![SchemaError::RootNotObject]);
+        }
+        match jsonschema::options().with_draft(jsonschema::Draft::Draft202012).build(&source) {
+            Ok(validator) => Ok(Self { source, validator }),
+            Err(e) => Err(vec![SchemaError::Invalid(e.to_string())]),
+        }
+    }
+
+    /// Whether `value` conforms.
+    pub fn accepts(&self, value: &Value) -> bool {
+        self.validator.is_valid(value)
     }
 
     /// The schema as written.

@@ -132,7 +132,8 @@ fn every_long_string_and_list_is_named_with_its_field_and_all_are_listed() {
 fn a_configuration_text_past_its_size_bound_is_refused() {
     let toml = format!("{}\n# {}\n", read_example("bridle.toml").unwrap(), "x".repeat(2 * 1024 * 1024));
     let errors = load(&toml, &read_example).unwrap_err().to_string();
-    assert!(errors.contains("bridle.toml: 2102036 bytes, more than the 1048576 allowed"), "{errors}");
+    let said = format!("bridle.toml: {} bytes, more than the 1048576 allowed", toml.len());
+    assert!(errors.contains(&said), "{errors}");
 }
 
 fn workflow_with_expr(expr: &str) -> String {

@@ -80,7 +80,7 @@ impl ConfiguredAdapter {
                         credentials.entry(adapter).or_default().insert(executor.name.clone(), secret);
                     }
                 }
-                ToolRoute::Mcp { adapter, upstream_tool } => {
+                ToolRoute::Mcp { adapter, upstream_tool, pin } => {
                     let properties = contract
                         .schema
                         .source()
@@ -93,6 +93,7 @@ impl ConfiguredAdapter {
                         executor: contract.executor.clone(),
                         upstream_tool: upstream_tool.clone(),
                         properties,
+                        pin: pin.clone(),
                     };
                     mcp_tools.entry(adapter).or_default().insert(tool.clone(), entry);
                 }
@@ -124,29 +125,7 @@ impl ConfiguredAdapter {
         }
         for (name, tools) in mcp_tools {
             let mcp = settings.mcp.get(name).ok_or_else(|| no_adapter("MCP", name))?;
-            // Bridle's own credential for the upstream, read once (fail closed).
-            let credential = match &mcp.upstream {
-                McpUpstream::Http { credential_env: Some(var), .. } => Some(
-                    std::env::var(var)
-                        .map_err(|_| SetupError::CredentialEnv {
-                            owner: format!("MCP adapter `{name}`"),
-                            var: var.clone(),
-                        })?
-                        .trim()
-                        .to_owned(),
-                ),
-                McpUpstream::Http { credential_file: Some(path), .. } => Some(
-                    std::fs::read_to_string(path)
-                        .map_err(|cause| SetupError::CredentialFile {
-                            owner: format!("MCP adapter `{name}`"),
-                            path: path.clone(),
-                            cause,
-                        })?
-                        .trim()
-                        .to_owned(),
-                ),
-                _ => None,
-            };
+            let credential = mcp_credential(name, mcp)?;
             let names: Vec<String> = tools.keys().cloned().collect();
             let adapter: Arc<dyn Adapter> = Arc::new(McpAdapter::new(name, mcp.clone(), tools, credential));
             for tool in names {
@@ -174,4 +153,29 @@ impl Adapter for ConfiguredAdapter {
     async fn outcome(&self, job: &Job) -> Result<Outcome, AdapterError> {
         self.pick(&job.plan.tool).outcome(job).await
     }
+}
+
+/// Bridle's own credential for the HTTP upstream `name` (`credential_env` / `credential_file`),
+/// read once; `None` for a stdio upstream or one that needs none. Fails closed: a credential
+/// that is configured but cannot be read is an error, never an unauthenticated connection.
+pub fn mcp_credential(name: &str, mcp: &bridle_core::config::McpAdapterSettings) -> Result<Option<String>, SetupError> {
+    Ok(match &mcp.upstream {
+        McpUpstream::Http { credential_env: Some(var), .. } => Some(
+            std::env::var(var)
+                .map_err(|_| SetupError::CredentialEnv { owner: format!("MCP adapter `{name}`"), var: var.clone() })?
+                .trim()
+                .to_owned(),
+        ),
+        McpUpstream::Http { credential_file: Some(path), .. } => Some(
+            std::fs::read_to_string(path)
+                .map_err(|cause| SetupError::CredentialFile {
+                    owner: format!("MCP adapter `{name}`"),
+                    path: path.clone(),
+                    cause,
+                })?
+                .trim()
+                .to_owned(),
+        ),
+        _ => None,
+    })
 }

@@ -99,7 +99,7 @@ pub(super) async fn bind(gate: &Gate, p: &Proposal<'_>, t: &mut Trace) -> Result
             t.approver = r.approvers();
             return Ok(Some(Consume { approval_id: r.id, plan_hash: plan_hash.clone(), now }));
         }
-        return Err(pending(missing, &r.id, &reasons(tool, level), level, "is waiting for a human").into());
+        return Err(pending(missing, &r.id, &reasons(tool, level), p, "is waiting for a human").into());
     }
     if req.dry_run {
         return Err(Rejection::new(missing, "no approval exists for this plan (a real call would request one)").into());
@@ -135,11 +135,11 @@ pub(super) async fn bind(gate: &Gate, p: &Proposal<'_>, t: &mut Trace) -> Result
         Created::New => {
             crate::notify::announce(gate.notifier.as_ref(), &request);
             t.approval_id = Some(id.clone());
-            Err(pending(missing, &id, &why, level, "was created").into())
+            Err(pending(missing, &id, &why, p, "was created").into())
         }
         Created::Existing(existing) => {
             t.approval_id = Some(existing.id.clone());
-            Err(pending(missing, &existing.id, &why, level, "is waiting for a human").into())
+            Err(pending(missing, &existing.id, &why, p, "is waiting for a human").into())
         }
     }
 }
@@ -153,10 +153,18 @@ fn reasons(tool: &ToolContract, level: &LevelDecision) -> Vec<String> {
     vec![format!("`{}` needs `{}` for every call (the tool's default level)", tool.name, tool.approval.as_str())]
 }
 
-fn pending(code: Code, id: &str, reasons: &[String], level: &LevelDecision, state: &str) -> Rejection {
+/// The refusal of a call waiting for a human: the request's id, level and reasons, and the plan
+/// being approved with its hash, so the caller sees exactly what an operator is asked to grant.
+fn pending(code: Code, id: &str, reasons: &[String], p: &Proposal<'_>, state: &str) -> Rejection {
     let why = format!(" ({})", reasons.join("; "));
     Rejection::new(code, format!("approval request `{id}` {state}; retry the identical call once it is granted{why}"))
-        .with_detail(json!({"approval_id": id, "level": level.level.as_str(), "reasons": reasons}))
+        .with_detail(json!({
+            "approval_id": id,
+            "level": p.level.level.as_str(),
+            "reasons": reasons,
+            "plan": p.plan,
+            "plan_hash": p.plan_hash,
+        }))
 }
 
 fn requested_event(r: &ApprovalRequest, policy_version: &str, t: &Trace, tool: &ToolContract) -> AuditRecord {

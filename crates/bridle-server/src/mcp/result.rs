@@ -1,15 +1,24 @@
-//! The gate's outcome as an MCP tool result: an executed call is a success whose structured
-//! content is the outcome; a rejection is `isError: true` with structured content
-//! `{code, message}` (plus `approval_id` and `approval_url` when an approval is pending). It
-//! only reshapes the verdict, never decides.
+//! The gate's outcome as an MCP tool result, the same in both protocol eras: an executed call
+//! is a success whose structured content is the outcome; a rejection is `isError: true` with
+//! structured content `{code, message}` (plus `approval_id`, `approval_url` and the `plan`
+//! being approved when an approval is pending: an approval is a third party's decision, so it is
+//! never a 2026-07-28 `input_required` round trip). A tool whose contract declares an output
+//! schema gets its result itself as structured content, the outcome in `_meta`
+//! `bridle/outcome`. It only reshapes the verdict, never decides.
 
 use bridle_core::Code;
+use bridle_core::contract::CompiledSchema;
 use bridle_runtime::gate::{CallOutcome, Verdict};
-use rmcp::model::{CallToolResult, ContentBlock};
+use rmcp::model::{CallToolResult, ContentBlock, MetaObject};
 use serde_json::{Map, Value, json};
 
-/// The MCP tool result for `outcome`; `console` is the base of approval URLs.
-pub fn tool_result(outcome: &CallOutcome, console: &str) -> CallToolResult {
+/// `_meta` key of a declared-output tool result that carries Bridle's outcome (call id, plan
+/// hash, job …), since its structured content is the tool's result.
+pub const OUTCOME_META: &str = "bridle/outcome";
+
+/// The MCP tool result for `outcome`; `console` is the base of approval URLs, `output` the
+/// tool's declared output schema, if any.
+pub fn tool_result(outcome: &CallOutcome, console: &str, output: Option<&CompiledSchema>) -> CallToolResult {
     match &outcome.verdict {
         Verdict::Rejected { rejection } => {
             let mut content = Map::new();
@@ -22,10 +31,15 @@ pub fn tool_result(outcome: &CallOutcome, console: &str) -> CallToolResult {
             let mut text = format!("{}: {}", code_str(rejection.code), rejection.message);
             if let Some(id) = &outcome.approval_id {
                 content.insert("approval_id".into(), json!(id));
-                if rejection.code == Code::ApprovalRequired {
+                if matches!(rejection.code, Code::ApprovalRequired | Code::HumanChoiceRequired) {
                     let url = format!("{console}/approvals/{id}");
                     text.push_str(&format!(" (approval `{id}`: {url})"));
                     content.insert("approval_url".into(), json!(url));
+                    for key in ["plan", "plan_hash"] {
+                        if let Some(v) = rejection.detail.get(key) {
+                            content.insert(key.into(), v.clone());
+                        }
+                    }
                 }
             }
             let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
@@ -39,9 +53,38 @@ pub fn tool_result(outcome: &CallOutcome, console: &str) -> CallToolResult {
                 .as_ref()
                 .and_then(|o| o.spotlight.as_ref())
                 .map_or_else(|| value.to_string(), |s| s.text.clone());
-            let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-            result.structured_content = Some(structured(outcome));
-            result
+            match output {
+                None => {
+                    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+                    result.structured_content = Some(structured(outcome));
+                    result
+                }
+                Some(schema) if schema.accepts(value) => {
+                    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+                    result.structured_content = Some(value.clone());
+                    let mut meta = MetaObject::default();
+                    meta.insert(OUTCOME_META.into(), structured(outcome));
+                    result.meta = Some(meta);
+                    result
+                }
+                // The call ran, but what came back is not what the contract promised: the
+                // client is told so rather than handed content its schema would refuse.
+                Some(_) => {
+                    let message = format!(
+                        "call `{}` ran, but its result does not match the tool's declared output schema",
+                        outcome.call_id
+                    );
+                    let mut result =
+                        CallToolResult::error(vec![ContentBlock::text(format!("adapter_failed: {message}"))]);
+                    let mut content = structured(outcome);
+                    if let Some(fields) = content.as_object_mut() {
+                        fields.insert("code".into(), json!(Code::AdapterFailed));
+                        fields.insert("message".into(), json!(message));
+                    }
+                    result.structured_content = Some(content);
+                    result
+                }
+            }
         }
         Verdict::DryRun { .. } => {
             let mut result = CallToolResult::success(vec![ContentBlock::text(structured(outcome).to_string())]);
@@ -101,7 +144,7 @@ mod tests {
     #[test]
     fn approval_required_carries_the_id_and_the_console_url() {
         let rejection = Rejection::new(Code::ApprovalRequired, "needs approval");
-        let r = tool_result(&outcome(Verdict::Rejected { rejection }, Some("ap-1")), "http://h:1");
+        let r = tool_result(&outcome(Verdict::Rejected { rejection }, Some("ap-1")), "http://h:1", None);
         assert_eq!(r.is_error, Some(true));
         let s = r.structured_content.unwrap_or_default();
         assert_eq!(s.get("code"), Some(&json!("approval_required")));
@@ -112,10 +155,31 @@ mod tests {
 
     #[test]
     fn an_executed_call_is_a_success_with_the_outcome() {
-        let r = tool_result(&outcome(Verdict::Ok { result: json!({"replicas": 2}) }, None), "http://h");
+        let r = tool_result(&outcome(Verdict::Ok { result: json!({"replicas": 2}) }, None), "http://h", None);
         assert_eq!(r.is_error, Some(false));
         let s = r.structured_content.unwrap_or_default();
         assert_eq!(s.get("status"), Some(&json!("ok")));
         assert_eq!(s.pointer("/result/replicas"), Some(&json!(2)));
+    }
+
+    #[test]
+    fn a_declared_output_is_the_structured_content_and_the_outcome_goes_to_meta() {
+        let schema = CompiledSchema::compile_output(json!({
+            "type": "object", "properties": {"replicas": {"type": "integer"}}, "required": ["replicas"]
+        }));
+        assert!(schema.is_ok(), "{schema:?}");
+        let Ok(schema) = schema else { return };
+        let ok = outcome(Verdict::Ok { result: json!({"replicas": 2, "extra": "kept"}) }, None);
+        let r = tool_result(&ok, "http://h", Some(&schema));
+        assert_eq!(r.is_error, Some(false));
+        assert_eq!(r.structured_content, Some(json!({"replicas": 2, "extra": "kept"})));
+        let meta = r.meta.unwrap_or_default();
+        assert_eq!(meta.get(OUTCOME_META).and_then(|o| o.get("call_id")), Some(&json!("c1")));
+        // A result that breaks the promise is an error naming the call, never passed off as valid.
+        let bad = outcome(Verdict::Ok { result: json!({"replicas": "two"}) }, None);
+        let r = tool_result(&bad, "http://h", Some(&schema));
+        assert_eq!(r.is_error, Some(true));
+        let s = r.structured_content.unwrap_or_default();
+        assert_eq!((s.get("code"), s.get("call_id")), (Some(&json!("adapter_failed")), Some(&json!("c1"))));
     }
 }
