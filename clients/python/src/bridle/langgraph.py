@@ -16,7 +16,7 @@ tools = bridle_tools(Client())                 # the tools the token may call
 node = ToolNode(tools)                          # or bind them to a model with `bind_tools`
 ...
 state = graph.invoke(inputs, config)            # {"__interrupt__": [Interrupt(value={...})]}
-graph.invoke(Command(resume={"approval_id": value["approval_id"]}), config)
+graph.invoke(Command(resume=value), config)     # the interrupt's value: retry with its approval
 ```
 
 Identity of a call: the Bridle run id is the tool's `run_id`, else the graph's `thread_id` (so
@@ -74,6 +74,31 @@ def _resume_approval_id(resume: Any, default: str | None) -> str | None:
     return default
 
 
+def _resumed_approval_id(config: RunnableConfig, tool_call_id: str | None) -> str | None:
+    """On a resumed run, the approval id the resume value names for this very tool call (the
+    interrupt value itself, or any mapping with its `approval_id` and `tool_call_id`), so the first
+    call after a resume names the approval rather than asking again after a rejection. LangGraph
+    keeps resume values in a private scratchpad; without it (another version), None."""
+    try:
+        from langgraph._internal._constants import CONFIG_KEY_SCRATCHPAD
+    except ImportError:  # pragma: no cover - another LangGraph layout
+        return None
+    scratchpad = (config.get("configurable") or {}).get(CONFIG_KEY_SCRATCHPAD)
+    resume = getattr(scratchpad, "resume", None)
+    peek = getattr(scratchpad, "get_null_resume", None)
+    # The value answering this task's first interrupt: kept from an earlier resume, or the one
+    # this resume brings (looked at, not taken: `interrupt()` takes it).
+    if isinstance(resume, list) and resume:
+        first = resume[0]
+    elif callable(peek):
+        first = peek(False)
+    else:
+        return None
+    if not isinstance(first, Mapping) or tool_call_id is None or first.get("tool_call_id") != tool_call_id:
+        return None
+    return _resume_approval_id(first, None)
+
+
 class BridleTool(BaseTool):
     """A LangChain tool executed by Bridle. Give `client` (sync), `async_client`, or both."""
 
@@ -115,7 +140,8 @@ class BridleTool(BaseTool):
         if self.client is None:
             raise RuntimeError(f"tool `{self.name}` has no sync Bridle client; invoke it asynchronously")
         identity = self._identity(config, tool_call_id)
-        outcome = self.client.call(self.name, arguments, **identity)
+        resumed = _resumed_approval_id(config, tool_call_id)
+        outcome = self.client.call(self.name, arguments, approval_id=resumed, **identity)
         while still_pending(outcome):
             resume = interrupt(approval_request(outcome, arguments))
             approval_id = _resume_approval_id(resume, outcome.approval_id)
@@ -128,7 +154,8 @@ class BridleTool(BaseTool):
         if self.async_client is None:
             return cast("tuple[str, CallOutcome]", await super()._arun(arguments, tool_call_id, config))
         identity = self._identity(config, tool_call_id)
-        outcome = await self.async_client.call(self.name, arguments, **identity)
+        resumed = _resumed_approval_id(config, tool_call_id)
+        outcome = await self.async_client.call(self.name, arguments, approval_id=resumed, **identity)
         while still_pending(outcome):
             resume = interrupt(approval_request(outcome, arguments))
             approval_id = _resume_approval_id(resume, outcome.approval_id)
