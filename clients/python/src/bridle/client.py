@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -61,8 +62,10 @@ def _drop_none(fields: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _expired(approval: Approval) -> bool:
+    """True once the request's `expires_at` (RFC 3339, nanoseconds) has passed."""
+    text = re.sub(r"(\.\d{6})\d+", r"\1", approval.expires_at.replace("Z", "+00:00"))
     try:
-        at = datetime.fromisoformat(approval.expires_at.replace("Z", "+00:00"))
+        at = datetime.fromisoformat(text)
     except ValueError:
         return False
     return datetime.now(timezone.utc) >= at
