@@ -40,8 +40,8 @@ class ScriptedModel(Model):
 
     async def get_response(self, system_instructions: str | None, input: str | list[TResponseInputItem],
                            *args: Any, **kwargs: Any) -> ModelResponse:
-        items = [] if isinstance(input, str) else list(input)
-        outputs = [i for i in items if isinstance(i, dict) and i.get("type") == "function_call_output"]
+        items: list[dict[str, Any]] = [] if isinstance(input, str) else [dict(i) for i in input]
+        outputs = [i for i in items if i.get("type") == "function_call_output"]
         output: TResponseOutputItem
         if not outputs:
             output = ResponseFunctionToolCall(type="function_call", id="fc-read", call_id="call-read",
@@ -49,10 +49,10 @@ class ScriptedModel(Model):
         elif len(outputs) == 1:
             snapshot = json.loads(str(outputs[0]["output"]))
             replicas = int(snapshot["replicas"])
-            args = {"service": "checkout", "replicas": replicas + 1 if replicas < 5 else replicas - 1,
-                    "resource_version": snapshot["resource_version"]}
+            scale = {"service": "checkout", "replicas": replicas + 1 if replicas < 5 else replicas - 1,
+                     "resource_version": snapshot["resource_version"]}
             output = ResponseFunctionToolCall(type="function_call", id="fc-scale", call_id="call-scale",
-                                              name="scale_replicas", arguments=json.dumps(args))
+                                              name="scale_replicas", arguments=json.dumps(scale))
         else:
             text = f"done: {outputs[-1]['output']}"
             output = ResponseOutputMessage(id="msg-1", type="message", role="assistant", status="completed",

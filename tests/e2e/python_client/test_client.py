@@ -6,7 +6,8 @@ requester) approves over HTTP, `wait_for_decision` sees it; the identical call e
 the audit log); once more needs a new approval. Besides: errors mapped to their classes
 (`Unauthenticated`, `Forbidden`, `ApproverDenied`, `ApprovalTimeout`), a rejection with its reason,
 a raw model answer (a Responses API `function_call` item) with its `tool_call_id` echoed, the
-guard scan, the audit export and chain verification, and the runs list.
+guard scan, the audit export and chain verification, and a graph run started, streamed to its end
+and listed.
 
 Usage: python test_client.py PATH_TO_BRIDLE_BINARY
 """
@@ -155,9 +156,17 @@ def sync_scenario(c: Checks, server: Server) -> None:
         chain = operator.verify_audit()
         c.check("sync: the audit chain verifies", chain.ok and chain.verified == len(events), chain)
 
-    with bridle.Client(server.base, server.token("operator-2", "runs:read")) as runs_reader:
-        page = runs_reader.runs(limit=5)
-        c.check("sync: runs list answers (no graph run started)", page.runs == [] and page.next_after is None, page)
+    with bridle.Client(server.base, server.token("runner-1", "runs:start,runs:read")) as runner:
+        c.check("sync: no graph run yet", runner.runs(limit=5).runs == [])
+        accepted = runner.start_run("analysis", {"entity": "checkout", "data": {"latency_ms": 900}})
+        run_id = str(accepted.get("run_id", ""))
+        events = list(runner.run_events(run_id))
+        c.check("sync: a started run streams its events to `finished`",
+                bool(run_id) and bool(events) and events[-1].event == "finished", events[-1:])
+        detail = runner.run(run_id)
+        c.check("sync: the run reads back, finished", detail.run_id == run_id and detail.pipeline == "analysis"
+                and detail.status in ("done", "failed"), detail)
+        c.check("sync: the runs list shows it", [r.run_id for r in runner.runs(limit=5).runs] == [run_id])
 
 
 async def async_scenario(c: Checks, server: Server) -> None:
@@ -191,6 +200,15 @@ async def async_scenario(c: Checks, server: Server) -> None:
                     e.approval_id not in ("", approval_id) and e.approval_url is not None, e)
         count = server.executions("scale_replicas", run)
         c.check("async: the audit log shows exactly one execution", count == 1, count)
+        exported = [e async for e in operator.iter_audit(page_size=3) if e.run_id == run]
+        c.check("async: the audit export has the run's events",
+                [e.kind for e in exported].count("approval_requested") == 2, [e.kind for e in exported])
+
+    async with bridle.AsyncClient(server.base, server.token("runner-1", "runs:start,runs:read")) as runner:
+        accepted = await runner.start_run("analysis", {"entity": "checkout", "data": {"errors": 3}})
+        frames = [e async for e in runner.run_events(str(accepted["run_id"]))]
+        c.check("async: a started run streams its events to `finished`",
+                bool(frames) and frames[-1].event == "finished", frames[-1:])
 
 
 def main() -> int:

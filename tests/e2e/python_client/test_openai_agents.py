@@ -42,16 +42,16 @@ class ScriptedModel(Model):
     async def get_response(self, system_instructions: str | None, input: str | list[TResponseInputItem],
                            *args: Any, **kwargs: Any) -> ModelResponse:
         self.turns += 1
-        items = [] if isinstance(input, str) else list(input)
-        outputs = [i for i in items if isinstance(i, dict) and i.get("type") == "function_call_output"]
+        items: list[dict[str, Any]] = [] if isinstance(input, str) else [dict(i) for i in input]
+        outputs = [i for i in items if i.get("type") == "function_call_output"]
         output: TResponseOutputItem
         if not outputs:
             output = call("get_service_snapshot", {"service": "checkout"}, "oa-call-1")
         elif len(outputs) in (1, 2):
             read = json.loads(str(outputs[0]["output"]))
-            args = {"service": "checkout", "replicas": read["replicas"] + 1,
-                    "resource_version": read["resource_version"]}
-            output = call("scale_replicas", args, f"oa-call-{len(outputs) + 1}")
+            scale = {"service": "checkout", "replicas": read["replicas"] + 1,
+                     "resource_version": read["resource_version"]}
+            output = call("scale_replicas", scale, f"oa-call-{len(outputs) + 1}")
         else:
             output = ResponseOutputMessage(
                 id="msg-done", type="message", role="assistant", status="completed",

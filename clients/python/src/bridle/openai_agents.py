@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents import FunctionTool, RunContextWrapper
+from agents import Tool as AgentTool
 from agents.items import ToolApprovalItem
 from agents.tool_context import ToolContext
 
@@ -101,8 +102,9 @@ class BridleAgentTools:
         self._settled: dict[str, CallOutcome] = {}
         self._pending: dict[str, PendingApproval] = {}
 
-    async def load(self, names: Iterable[str] | None = None) -> list[FunctionTool]:
-        """Every tool the token may call (or those in `names`) as SDK function tools."""
+    async def load(self, names: Iterable[str] | None = None) -> list[AgentTool]:
+        """Every tool the token may call (or those in `names`) as SDK function tools (typed as the
+        SDK's `Tool`, so the list goes straight into `Agent(tools=...)`)."""
         wanted = set(names) if names is not None else None
         return [self.function_tool(t) for t in await self.client.tools() if wanted is None or t.name in wanted]
 
