@@ -39,9 +39,10 @@ echo "== e2e: MCP (Python mcp SDK, stdio and Streamable HTTP)"
 echo "== e2e: MCP gateway (an upstream written with the Python mcp SDK behind bridle mcp --stdio)"
 "$venv/bin/python" tests/e2e/mcp/test_gateway.py "$binary"
 
-echo "== e2e: Python client (clients/python and its examples: mypy --strict, then sync and async against bridle serve)"
+echo "== e2e: Python client (clients/python: mypy --strict, offline tests, then sync and async against bridle serve)"
 "$venv/bin/mypy" --config-file clients/python/pyproject.toml --cache-dir "$venv/.mypy_cache" clients/python/src/bridle \
-  clients/python/examples
+  clients/python/examples clients/python/tests
+"$venv/bin/python" clients/python/tests/test_offline.py
 "$venv/bin/python" tests/e2e/python_client/test_client.py "$binary"
 
 echo "== e2e: LangGraph adapter (a real graph, scripted model node, interrupt and resume)"

@@ -21,7 +21,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 import httpx
 
-from .errors import ApiError, ApprovalTimeout, TransportError, api_error
+from .errors import ApprovalTimeout, TransportError, api_error
 from .types import (
     JSON,
     Approval,
@@ -331,9 +331,29 @@ class Client:
             )
         )
 
-    def call_or_raise(self, tool: str, arguments: Mapping[str, Any] | None = None, **options: Any) -> JSON:
+    def call_or_raise(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        run_id: str | None = None,
+        incident: str | None = None,
+        idempotency_key: str | None = None,
+        approval_id: str | None = None,
+        agent: str | None = None,
+        tool_call_id: str | None = None,
+    ) -> JSON:
         """`call(...).unwrap()`: the result, or the refusal's exception (`ApprovalRequired` …)."""
-        return self.call(tool, arguments, **options).unwrap()
+        return self.call(
+            tool,
+            arguments,
+            run_id=run_id,
+            incident=incident,
+            idempotency_key=idempotency_key,
+            approval_id=approval_id,
+            agent=agent,
+            tool_call_id=tool_call_id,
+        ).unwrap()
 
     def call_answer(
         self,
@@ -538,9 +558,30 @@ class AsyncClient:
             )
         )
 
-    async def call_or_raise(self, tool: str, arguments: Mapping[str, Any] | None = None, **options: Any) -> JSON:
+    async def call_or_raise(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        run_id: str | None = None,
+        incident: str | None = None,
+        idempotency_key: str | None = None,
+        approval_id: str | None = None,
+        agent: str | None = None,
+        tool_call_id: str | None = None,
+    ) -> JSON:
         """See `Client.call_or_raise`."""
-        return (await self.call(tool, arguments, **options)).unwrap()
+        outcome = await self.call(
+            tool,
+            arguments,
+            run_id=run_id,
+            incident=incident,
+            idempotency_key=idempotency_key,
+            approval_id=approval_id,
+            agent=agent,
+            tool_call_id=tool_call_id,
+        )
+        return outcome.unwrap()
 
     async def call_answer(
         self,
@@ -655,4 +696,4 @@ class AsyncClient:
         return await self._send(self._api.healthz())
 
 
-__all__ = ["Answer", "ApiError", "AsyncClient", "Client", "DEFAULT_URL"]
+__all__ = ["Answer", "AsyncClient", "Client", "DEFAULT_URL"]

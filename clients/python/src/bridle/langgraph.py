@@ -47,8 +47,11 @@ APPROVAL_INTERRUPT = "bridle_approval"
 """`kind` of the interrupt value raised for a call that needs a human."""
 
 
-def approval_request(outcome: CallOutcome, arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """The interrupt value for a call waiting for approval."""
+def approval_request(
+    outcome: CallOutcome, arguments: Mapping[str, Any], tool_call_id: str | None = None
+) -> dict[str, Any]:
+    """The interrupt value for a call waiting for approval (`tool_call_id`: the model's id of the
+    call, which a resume value names to retry with the approval)."""
     rejection = outcome.rejection
     return {
         "kind": APPROVAL_INTERRUPT,
@@ -62,7 +65,7 @@ def approval_request(outcome: CallOutcome, arguments: Mapping[str, Any]) -> dict
         "level": outcome.level,
         "reasons": list(rejection.detail.get("reasons", [])) if rejection else [],
         "message": rejection.message if rejection else "",
-        "tool_call_id": outcome.tool_call_id,
+        "tool_call_id": tool_call_id or outcome.tool_call_id,
     }
 
 
@@ -143,7 +146,7 @@ class BridleTool(BaseTool):
         resumed = _resumed_approval_id(config, tool_call_id)
         outcome = self.client.call(self.name, arguments, approval_id=resumed, **identity)
         while still_pending(outcome):
-            resume = interrupt(approval_request(outcome, arguments))
+            resume = interrupt(approval_request(outcome, arguments, tool_call_id))
             approval_id = _resume_approval_id(resume, outcome.approval_id)
             outcome = self.client.call(self.name, arguments, approval_id=approval_id, **identity)
         return render(outcome), outcome
@@ -157,7 +160,7 @@ class BridleTool(BaseTool):
         resumed = _resumed_approval_id(config, tool_call_id)
         outcome = await self.async_client.call(self.name, arguments, approval_id=resumed, **identity)
         while still_pending(outcome):
-            resume = interrupt(approval_request(outcome, arguments))
+            resume = interrupt(approval_request(outcome, arguments, tool_call_id))
             approval_id = _resume_approval_id(resume, outcome.approval_id)
             outcome = await self.async_client.call(self.name, arguments, approval_id=approval_id, **identity)
         return render(outcome), outcome
