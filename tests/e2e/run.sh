@@ -2,7 +2,8 @@
 # End-to-end suite with real clients (kept apart from `cargo test`, which needs no Python or Node).
 # Creates its virtualenv when missing (packages from PyPI, pinned in requirements.txt), builds
 # the `bridle` binary (debug; reuses CARGO_TARGET_DIR when set) and runs every suite under
-# tests/e2e/. Exits non-zero when anything fails.
+# tests/e2e/ (and installs ./clients/python into the virtualenv for tests/e2e/python_client/).
+# Exits non-zero when anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
