@@ -91,8 +91,9 @@ class CallOutcome:
         approval_id = _opt_str(data, "approval_id")
         if approval_id is None and rejection is not None:
             approval_id = _opt_str(rejection.detail, "approval_id")
-        url = None
-        if console_url and approval_id and rejection is not None and rejection.code in APPROVAL_CODES:
+        # The server's own link (the console it is configured with), else one built from ours.
+        url = _opt_str(data, "approval_url")
+        if url is None and console_url and approval_id and rejection is not None and rejection.code in APPROVAL_CODES:
             url = f"{console_url.rstrip('/')}/approvals/{approval_id}"
         output = data.get("output")
         return cls(

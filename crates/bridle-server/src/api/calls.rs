@@ -4,9 +4,9 @@
 
 use axum::Json;
 use axum::extract::State;
-use bridle_core::RunContext;
 use bridle_core::bounds::{self, BoundError};
-use bridle_runtime::gate::CallRequest;
+use bridle_core::{Code, RunContext};
+use bridle_runtime::gate::{CallOutcome, CallRequest};
 use bridle_runtime::intake::{Intake, Parse, intake};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -94,7 +94,7 @@ impl Answer {
     responses(
         (status = 200, description = "The gate's verdict. A structured call answers one CallOutcome \
             (`call_id`, `tool`, `status`: `ok` | `rejected` | `dry_run`, `result` or `rejection {code, message}`, \
-            `plan_hash`, `level`, `approval_id`, `job_id`, …); an answer gives `{parse, calls: [CallOutcome]}`. \
+            `plan_hash`, `level`, `approval_id` and, while it waits for a human, `approval_url`, `job_id`, …); an answer gives `{parse, calls: [CallOutcome]}`. \
             Gate rejections (`approval_required` with its approval id, `policy_denied`, `schema_rejected` …) \
             are 200 responses carrying the verdict, never HTTP errors.", body = Value),
         (status = 400, description = "malformed body (`bad_request`, `json_too_deep`)", body = crate::openapi::ErrorBody),
@@ -137,20 +137,30 @@ pub async fn call(
         _ => return Err(ApiError::bad_request("give exactly one of `tool` and `answer`")),
     };
     let intook = intake(&state.gate, &caller, &run, input, &base).await?;
-    let mut outcomes = intook.calls.into_iter().map(|c| c.outcome);
+    let console = state.mcp.console.trim_end_matches('/');
+    let mut outcomes = intook.calls.iter().map(|c| outcome_json(&c.outcome, console));
     let answer = match intook.parse {
-        Parse::Structured => {
-            let outcome = outcomes.next_back().ok_or(NoOutcome)?;
-            serde_json::to_value(outcome)?
-        }
+        Parse::Structured => outcomes.next_back().ok_or(NoOutcome)??,
         Parse::Read(format) => {
-            json!({"parse": {"status": "ok", "format": format}, "calls": outcomes.collect::<Vec<_>>()})
+            let calls = outcomes.collect::<Result<Vec<_>, _>>()?;
+            json!({"parse": {"status": "ok", "format": format}, "calls": calls})
         }
         Parse::Rejected(r) => {
             json!({"parse": {"status": "rejected", "code": r.code, "message": r.message}, "calls": []})
         }
     };
     Ok(Json(answer))
+}
+
+/// An outcome as JSON; one waiting for a human also names where it is decided
+/// (`approval_url`: the console's `/approvals/{id}`, as MCP answers carry it).
+fn outcome_json(outcome: &CallOutcome, console: &str) -> Result<Value, serde_json::Error> {
+    let mut value = serde_json::to_value(outcome)?;
+    let waiting = matches!(outcome.code(), Some(Code::ApprovalRequired | Code::HumanChoiceRequired));
+    if let (true, Some(id), Some(fields)) = (waiting, &outcome.approval_id, value.as_object_mut()) {
+        fields.insert("approval_url".into(), Value::String(format!("{console}/approvals/{id}")));
+    }
+    Ok(value)
 }
 
 /// The bounds of `bridle_core::bounds` on the body, before anything is stored: ids (run id,

@@ -17,7 +17,12 @@ async fn requested(app: &axum::Router) -> String {
     assert_eq!(status, StatusCode::OK, "a verdict is not an HTTP error: {first}");
     assert_eq!(first["status"], "rejected");
     assert_eq!(first["rejection"]["code"], "approval_required");
-    first["approval_id"].as_str().unwrap().to_owned()
+    let id = first["approval_id"].as_str().unwrap().to_owned();
+    // Where it is decided, as MCP answers say it, and the plan being approved.
+    assert!(first["approval_url"].as_str().unwrap().ends_with(&format!("/approvals/{id}")), "{first}");
+    assert_eq!(first["rejection"]["detail"]["plan"]["run_id"], "run-101", "{first}");
+    assert_eq!(first["rejection"]["detail"]["plan_hash"], first["plan_hash"], "{first}");
+    id
 }
 
 #[tokio::test]
