@@ -12,6 +12,7 @@
 //! or with no evidence at all) hash their whole body as before.
 
 pub mod head;
+pub mod siem;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
+use bridle_core::audit::siem::{self, Format, Window};
 use bridle_runtime::audit::AnchoredReport;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
@@ -22,14 +23,31 @@ pub enum AuditCommand {
         #[arg(long)]
         file: Option<PathBuf>,
     },
-    /// Print events as JSON lines (one event per line; verifiable offline with `verify --file`).
+    /// Print events, one per line: JSON lines as stored (verifiable offline with `verify
+    /// --file`), ArcSight CEF or RFC 5424 syslog; each keeps its seq, hash and prev_hash. With
+    /// `--syslog-tcp HOST:PORT` the lines go to a collector (RFC 6587 octet counting) instead.
     Export {
-        /// JSON lines (the only format, accepted for explicitness).
-        #[arg(long)]
+        /// `jsonl` (default), `cef` or `syslog`.
+        #[arg(long, default_value = "jsonl")]
+        format: String,
+        /// Same as `--format jsonl` (kept for scripts).
+        #[arg(long, conflicts_with = "format")]
         jsonl: bool,
         /// Only this tenant.
         #[arg(long)]
         tenant: Option<String>,
+        /// Events at or after this time (RFC 3339 or YYYY-MM-DD, UTC midnight).
+        #[arg(long)]
+        since: Option<String>,
+        /// Events before this time (RFC 3339 or YYYY-MM-DD).
+        #[arg(long)]
+        until: Option<String>,
+        /// Keep going: poll for new events every second until interrupted.
+        #[arg(long)]
+        follow: bool,
+        /// Send each line to this syslog collector over TCP (HOST:PORT) instead of stdout.
+        #[arg(long)]
+        syslog_tcp: Option<String>,
     },
     /// Drop the evidence (free-text reasons) of events older than a cut-off; metadata and the
     /// hash chains stay and still verify.
@@ -56,7 +74,26 @@ pub async fn run(
         AuditCommand::Verify { file: Some(file) } => verify_file(file, json),
         AuditCommand::Verify { file: None } => verify(config, db, json).await,
         AuditCommand::Prune { before } => prune(config, db, before.as_deref(), json).await,
-        AuditCommand::Export { jsonl: _, tenant } => export(config, db, tenant.as_deref()).await,
+        AuditCommand::Export { format, jsonl: _, tenant, since, until, follow, syslog_tcp } => {
+            let format =
+                Format::parse(format).with_context(|| format!("--format `{format}`: use jsonl, cef or syslog"))?;
+            let time = |flag: &str, t: &Option<String>| -> anyhow::Result<Option<OffsetDateTime>> {
+                t.as_deref()
+                    .map(|t| {
+                        Window::parse_time(t).with_context(|| format!("--{flag} `{t}`: use RFC 3339 or YYYY-MM-DD"))
+                    })
+                    .transpose()
+            };
+            let window = Window { since: time("since", since)?, until: time("until", until)? };
+            let options = ExportOptions {
+                tenant: tenant.as_deref(),
+                format,
+                window,
+                follow: *follow,
+                syslog_tcp: syslog_tcp.as_deref(),
+            };
+            export(config, db, &options).await
+        }
         AuditCommand::Keygen => keygen(json),
     }
 }
@@ -162,25 +199,77 @@ pub fn verify_file(file: &Path, json: bool) -> anyhow::Result<ExitCode> {
 }
 
 /// Streams events page by page, so an export never holds the whole log in memory.
-pub async fn export(config: Option<&Path>, db: Option<&str>, tenant: Option<&str>) -> anyhow::Result<ExitCode> {
+pub async fn export(config: Option<&Path>, db: Option<&str>, o: &ExportOptions<'_>) -> anyhow::Result<ExitCode> {
     let config = super::config(config)?;
     let stores = super::plain_stores(&config, &super::store_url(&config, db)).await?;
-    let tenants = match tenant {
-        Some(t) => vec![t.to_owned()],
-        None => stores.audit.tenants().await?,
+    let hostname = std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()).unwrap_or_else(|| "bridle".to_owned());
+    let mut sink = match o.syslog_tcp {
+        Some(addr) => Sink::Tcp(
+            tokio::net::TcpStream::connect(addr)
+                .await
+                .with_context(|| format!("connecting to the collector {addr}"))?,
+        ),
+        None => Sink::Stdout,
     };
-    for t in tenants {
-        let mut after = 0;
-        loop {
-            let page = stores.audit.events(&t, after, PAGE).await?;
-            let Some(last) = page.last() else { break };
-            after = last.seq;
-            for event in &page {
-                super::out::line(&serde_json::to_string(event)?)?;
+    // Where each tenant's export stands: the last seq written.
+    let mut after: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
+    loop {
+        let tenants = match o.tenant {
+            Some(t) => vec![t.to_owned()],
+            None => stores.audit.tenants().await?,
+        };
+        for t in tenants {
+            let from = after.entry(t.clone()).or_insert(0);
+            loop {
+                let page = stores.audit.events(&t, *from, PAGE).await?;
+                let Some(last) = page.last() else { break };
+                *from = last.seq;
+                for event in page.iter().filter(|e| o.window.holds(e)) {
+                    sink.send(&siem::line(event, o.format, &hostname)).await?;
+                }
+            }
+        }
+        // Past `--until` nothing new can qualify: following would wait forever.
+        let ended = o.window.until.is_some_and(|u| OffsetDateTime::now_utc() >= u);
+        if !o.follow || ended {
+            return Ok(ExitCode::SUCCESS);
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    }
+}
+
+/// What `bridle audit export` was asked.
+#[derive(Debug, Clone, Copy)]
+pub struct ExportOptions<'a> {
+    /// Only this tenant.
+    pub tenant: Option<&'a str>,
+    /// The line format.
+    pub format: Format,
+    /// The time window.
+    pub window: Window,
+    /// Poll for new events until interrupted.
+    pub follow: bool,
+    /// A syslog collector (HOST:PORT) to send to instead of stdout.
+    pub syslog_tcp: Option<&'a str>,
+}
+
+/// Where exported lines go.
+enum Sink {
+    Stdout,
+    /// A collector: RFC 6587 octet counting (`LEN SP MSG`), so a line may hold anything.
+    Tcp(tokio::net::TcpStream),
+}
+
+impl Sink {
+    async fn send(&mut self, line: &str) -> anyhow::Result<()> {
+        match self {
+            Sink::Stdout => super::out::line(line),
+            Sink::Tcp(stream) => {
+                use tokio::io::AsyncWriteExt;
+                stream.write_all(format!("{} {line}", line.len()).as_bytes()).await.context("sending to the collector")
             }
         }
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// `bridle audit prune [--before DATE]`.
@@ -212,11 +301,5 @@ pub async fn prune(
 
 /// RFC 3339, or a bare `YYYY-MM-DD` meaning UTC midnight.
 fn parse_cutoff(text: &str) -> anyhow::Result<OffsetDateTime> {
-    if let Ok(t) = OffsetDateTime::parse(text, &Rfc3339) {
-        return Ok(t);
-    }
-    let format = time::macros::format_description!("[year]-[month]-[day]");
-    let date = time::Date::parse(text, &format)
-        .with_context(|| format!("`{text}` is not a date (use YYYY-MM-DD or RFC 3339)"))?;
-    Ok(date.midnight().assume_utc())
+    Window::parse_time(text).with_context(|| format!("`{text}` is not a date (use YYYY-MM-DD or RFC 3339)"))
 }

@@ -118,3 +118,66 @@ fn metadata_only_stores_no_reasons_and_bad_audit_settings_are_listed() {
     let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
     assert!(!out.status.success() && all.contains("audit.retention_days"), "{all}");
 }
+
+/// The SIEM forms: CEF and RFC 5424 lines, one per event, each with its seq and hashes; a time
+/// window; and a syslog collector over TCP getting octet-counted frames.
+#[test]
+fn an_export_speaks_cef_and_syslog_within_a_window_and_to_a_tcp_collector() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = demo_db(dir.path(), &[]);
+    let jsonl = export(dir.path(), &db);
+    let events = jsonl.lines().count();
+    let ats: Vec<String> = jsonl
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["at"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    let (first_at, last_at) = (ats.iter().min().cloned().unwrap(), ats.iter().max().cloned().unwrap());
+    let run = |args: &[&str]| {
+        let mut all = vec!["audit", "export", "--db", &db];
+        all.extend_from_slice(args);
+        let out = bridle(&all, dir.path());
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let cef = run(&["--format", "cef"]);
+    assert_eq!(cef.lines().count(), events);
+    assert!(cef.lines().all(|l| l.starts_with("CEF:0|Bridle|bridle|") && l.contains(" cs4Label=hash cs4=")), "{cef}");
+    assert!(cef.contains("externalId=1 "), "{cef}");
+    let syslog = run(&["--format", "syslog", "--tenant", "tenant-a"]);
+    let first = syslog.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with('<') && first.contains(">1 ") && first.contains("[bridle@32473 seq=\"1\" hash=\""),
+        "{first}"
+    );
+    let json = first.split_once("] ").map(|(_, m)| m).unwrap_or_default();
+    assert_eq!(serde_json::from_str::<serde_json::Value>(json).unwrap()["seq"], 1);
+    // A window: up to the first event holds nothing (`until` is exclusive), from it everything,
+    // and from the last one at least that one.
+    assert_eq!(run(&["--until", &first_at]).lines().count(), 0);
+    assert_eq!(run(&["--since", &first_at]).lines().count(), events);
+    let tail = run(&["--since", &last_at]).lines().count();
+    assert!((1..events).contains(&tail), "{tail} of {events} ({first_at} .. {last_at})");
+    let bad = bridle(&["audit", "export", "--db", &db, "--since", "last tuesday"], dir.path());
+    assert!(!bad.status.success() && text(&bad.stderr).contains("--since"), "{}", text(&bad.stderr));
+
+    // A collector: every event arrives as `LEN SP MSG`.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let collector = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut got = String::new();
+        std::io::Read::read_to_string(&mut stream, &mut got).unwrap();
+        got
+    });
+    assert!(run(&["--format", "syslog", "--syslog-tcp", &addr]).is_empty(), "nothing on stdout");
+    let got = collector.join().unwrap();
+    let mut frames = 0;
+    let mut rest = got.as_str();
+    while let Some((len, tail)) = rest.split_once(' ') {
+        let len: usize = len.parse().unwrap();
+        assert!(tail[..len].starts_with('<'), "{}", &tail[..len]);
+        rest = &tail[len..];
+        frames += 1;
+    }
+    assert_eq!((frames, rest), (events, ""));
+}

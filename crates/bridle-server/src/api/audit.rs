@@ -1,9 +1,11 @@
-//! `GET /v1/audit`: the audit events of the caller's tenant, in chain order, a page at a time.
-//! The tenant is the token's; no parameter can name another.
+//! `GET /v1/audit`: the audit events of the caller's tenant, in chain order, a page at a time,
+//! optionally within a time window (`since`, `until`). The tenant is the token's; no parameter
+//! can name another.
 
 use axum::Json;
 use axum::extract::{Query, State};
 use bridle_core::approval::SCOPE_GRANT;
+use bridle_core::audit::siem::Window;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -30,6 +32,12 @@ pub struct AuditQuery {
     /// Page size, 1 to 1000 (default 100).
     #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
+    /// Only events at or after this time (RFC 3339, or YYYY-MM-DD for UTC midnight).
+    #[param(example = "2026-12-01T00:00:00Z")]
+    pub since: Option<String>,
+    /// Only events before this time (RFC 3339, or YYYY-MM-DD).
+    #[param(example = "2026-12-02")]
+    pub until: Option<String>,
 }
 
 /// One page of the caller's tenant's audit events.
@@ -38,7 +46,7 @@ pub struct AuditQuery {
     params(AuditQuery),
     security(("bearer" = [])),
     responses(
-        (status = 200, description = "`{\"events\": [AuditEvent], \"next_after\": seq | null}`; pass `next_after` as `after` for the next page. Each event carries `display`, what it means to an operator (`executed`, `waiting for approval`, `refused: policy_denied` …); `decision` and `code` stay as stored.", body = crate::openapi::AuditPage),
+        (status = 200, description = "`{\"events\": [AuditEvent], \"next_after\": seq | null}`; pass `next_after` as `after` for the next page (with `since` / `until`, a page holds the events of the window among the next `limit` of the chain, so it may be short or empty while `next_after` is set). Each event keeps its `seq`, `hash` and `prev_hash`, so a receiver can check the chain. Each event carries `display`, what it means to an operator (`executed`, `waiting for approval`, `refused: policy_denied` …); `decision` and `code` stay as stored.", body = crate::openapi::AuditPage),
         (status = 400, description = "bad query (`bad_request`)", body = crate::openapi::ErrorBody),
         (status = 401, description = "no valid token (`unauthenticated`)", body = crate::openapi::ErrorBody),
         (status = 403, description = "needs `audit:read` or `approval:grant` (`forbidden`)", body = crate::openapi::ErrorBody),
@@ -59,11 +67,18 @@ pub async fn list(
     if !(1..=MAX_LIMIT).contains(&limit) {
         return Err(ApiError::bad_request(format!("`limit` must be between 1 and {MAX_LIMIT}")));
     }
+    let time = |name: &str, text: &Option<String>| match text.as_deref() {
+        None => Ok(None),
+        Some(t) => Window::parse_time(t)
+            .map(Some)
+            .ok_or_else(|| ApiError::bad_request(format!("`{name}` must be RFC 3339 or YYYY-MM-DD"))),
+    };
+    let window = Window { since: time("since", &query.since)?, until: time("until", &query.until)? };
     let events = state.gate.stores().audit.events(&caller.0.tenant, after, limit).await?;
     let next_after = (events.len() == limit as usize).then(|| events.last().map(|e| e.seq)).flatten();
     // Each event as stored, with what it means to an operator beside it (`display`).
     let mut shown = Vec::with_capacity(events.len());
-    for event in &events {
+    for event in events.iter().filter(|e| window.holds(e)) {
         let mut value = serde_json::to_value(event)?;
         if let Value::Object(fields) = &mut value {
             fields.insert("display".to_owned(), Value::String(event.record.display()));

@@ -198,4 +198,19 @@ async fn audit_pages_follow_the_chain() {
     assert_eq!((status, code(&body)), (StatusCode::BAD_REQUEST, "bad_request"));
     let (status, body) = get(&app, "/v1/audit", Some(&token("viewer-4"))).await;
     assert_eq!((status, code(&body)), (StatusCode::FORBIDDEN, "forbidden"));
+
+    // A time window: the events were written just now, so today holds them all and a window
+    // that ended yesterday none; each keeps its seq and hashes for the receiver's chain check.
+    let today = time::OffsetDateTime::now_utc().date();
+    let (_, all) = get(&app, &format!("/v1/audit?since={today}"), Some(&operator)).await;
+    let events = all["events"].as_array().unwrap();
+    assert_eq!(events.len(), 3, "{all}");
+    assert!(events.iter().all(|e| e["seq"].is_u64() && e["hash"].is_string() && e["prev_hash"].is_string()));
+    let yesterday = today.previous_day().unwrap();
+    let (_, none) = get(&app, &format!("/v1/audit?until={yesterday}"), Some(&operator)).await;
+    assert_eq!(none["events"].as_array().unwrap().len(), 0, "{none}");
+    for bad in ["since=yesterday", "until=2026-13-01", "since=1700000000"] {
+        let (status, body) = get(&app, &format!("/v1/audit?{bad}"), Some(&operator)).await;
+        assert_eq!((status, code(&body)), (StatusCode::BAD_REQUEST, "bad_request"), "{bad}");
+    }
 }
