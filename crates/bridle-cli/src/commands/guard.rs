@@ -83,6 +83,7 @@ pub struct TrainingData {
     #[arg(long = "data", default_values = [
         "crates/bridle-core/tests/data/guard/dev.jsonl",
         "crates/bridle-core/tests/data/guard/train.jsonl",
+        "crates/bridle-core/tests/data/guard/background.jsonl",
         "crates/bridle-core/tests/data/hard_negatives.jsonl",
     ])]
     own: Vec<PathBuf>,

@@ -73,12 +73,12 @@ pub struct Params {
 pub const PARAMS: Params = Params {
     epochs: 6,
     rate: 0.2,
-    l2: 1e-5,
+    l2: 1e-4,
     max_blocks: 64,
     max_benign_blocks: 256,
     cap_per_category: 300,
     hard_negative_weight: 3.0,
-    margin: 0.5,
+    margin: 1.5,
     seed: 0x6272_6964_6c65,
 };
 
