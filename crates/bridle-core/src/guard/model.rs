@@ -22,7 +22,7 @@ use super::normalize;
 const WEIGHTS: &[u8] = include_bytes!("model/weights.bin");
 
 /// SHA-256 of [`WEIGHTS`], hex. `bridle guard train` prints the new value when the data change.
-pub const WEIGHTS_SHA256: &str = "8dfc282944d51cede4b981f6ad29a7482b029f699b297d7795b63256816b0961";
+pub const WEIGHTS_SHA256: &str = "6cd8185c1c16a7c9cb404975b982b47edb222aa8a3cd8676b879f5017e0d6397";
 
 /// File magic and format version.
 const MAGIC: &[u8; 8] = b"BRGUARD1";

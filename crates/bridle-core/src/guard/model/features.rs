@@ -2,12 +2,14 @@
 //! (NFC, NFKC outside ASCII and Hangul, lowercase, invisible characters removed), placed by the
 //! block of text they start in so a text's windows are scored without allocating per feature.
 //!
-//! Character 3- and 4-grams read every script; 2-grams are added where a character is outside
-//! ASCII (a Japanese, Chinese or Korean word is often two characters); word unigrams and bigrams
+//! Character 3- and 4-grams read every script (3-grams alone for three Hangul syllables); 2-grams
+//! are added where a character is outside
+//! ASCII and Hangul (a Japanese or Chinese word is often two characters); word unigrams and bigrams
 //! (a word is a run of letters or digits) read word order in spaced scripts. Whitespace runs read
 //! as one space and ASCII digits as `0`, so numbers and layout do not make features of their own.
-//! Hashing is FNV-1a over characters mixed by a SplitMix64 finalizer: fixed, so the same text
-//! gives the same buckets on every machine.
+//! A character n-gram's code points are packed into one 64-bit key (21 bits each) and mixed by a
+//! SplitMix64 finalizer; words are FNV-1a over their characters. Fixed, so the same text gives the
+//! same buckets on every machine, and a few multiplications per character.
 
 /// Bits of the hashed feature space.
 pub const BITS: u32 = 18;
@@ -36,11 +38,10 @@ fn step(h: u64, v: u64) -> u64 {
     (h ^ v).wrapping_mul(FNV_PRIME)
 }
 
-/// Feature kinds, hashed in so an n-gram of one kind never shares a bucket by construction with
-/// the same characters of another.
-const CHAR2: u64 = 2;
-const CHAR3: u64 = 3;
-const CHAR4: u64 = 4;
+/// Feature kinds, hashed in so an n-gram of one kind does not share a key with the same
+/// characters of another.
+const CHAR2: u64 = 2 << 60;
+const CHAR4: u64 = 4 << 56;
 const WORD1: u64 = 11;
 const WORD2: u64 = 12;
 
@@ -56,7 +57,8 @@ pub fn each(canonical: &str, mut emit: impl FnMut(usize, u32)) {
     let mut prev_word: Option<u64> = None;
     let mut space = false;
     for raw in canonical.chars() {
-        let c = if raw.is_whitespace() {
+        let (blank, letter) = classify(raw);
+        let c = if blank {
             ' '
         } else if raw.is_ascii_digit() {
             '0'
@@ -72,17 +74,19 @@ pub fn each(canonical: &str, mut emit: impl FnMut(usize, u32)) {
         last = [last[1], last[2], last[3], u32::from(c)];
         seen += 1;
         let [a, b, d, e] = last.map(u64::from);
-        if seen >= 2 && (d > 0x7f || e > 0x7f) {
-            emit(block, bucket(step(step(step(FNV_OFFSET, CHAR2), d), e)));
+        let pair = (d << 21) ^ e;
+        if seen >= 2 && (ideographic(d) || ideographic(e)) {
+            emit(block, bucket(CHAR2 ^ pair));
         }
         if seen >= 3 {
-            let h3 = step(step(step(step(FNV_OFFSET, CHAR3), b), d), e);
-            emit(block, bucket(h3));
+            let key3 = (b << 42) ^ pair;
+            emit(block, bucket(key3));
+            // A Hangul syllable is nearly a word: three of them are context enough.
+            if seen >= 4 && !(hangul(b) && hangul(d) && hangul(e)) {
+                emit(block, bucket(mix(key3) ^ CHAR4 ^ a));
+            }
         }
-        if seen >= 4 {
-            emit(block, bucket(step(step(step(step(step(FNV_OFFSET, CHAR4), a), b), d), e)));
-        }
-        if c.is_alphanumeric() {
+        if letter && c != ' ' {
             word = step(word, u64::from(u32::from(c)));
             word_len += 1;
         } else if word_len > 0 {
@@ -95,6 +99,27 @@ pub fn each(canonical: &str, mut emit: impl FnMut(usize, u32)) {
         let block = index.saturating_sub(1) / BLOCK_CHARS;
         end_word(block, word, &mut prev_word, &mut emit);
     }
+}
+
+/// Whether `c` is whitespace, and whether it belongs to a word (a letter or digit); ASCII and
+/// Hangul syllables without the Unicode tables.
+fn classify(c: char) -> (bool, bool) {
+    if c.is_ascii() {
+        (c.is_ascii_whitespace(), c.is_ascii_alphanumeric())
+    } else if ('\u{AC00}'..='\u{D7A3}').contains(&c) {
+        (false, true)
+    } else {
+        (c.is_whitespace(), c.is_alphanumeric())
+    }
+}
+
+fn hangul(cp: u64) -> bool {
+    (0xAC00..=0xD7A3).contains(&cp)
+}
+
+/// A code point outside ASCII and Hangul syllables (kana, CJK ideographs, accented Latin …).
+fn ideographic(cp: u64) -> bool {
+    cp > 0x7f && !hangul(cp)
 }
 
 fn end_word(block: usize, word: u64, prev: &mut Option<u64>, emit: &mut impl FnMut(usize, u32)) {
