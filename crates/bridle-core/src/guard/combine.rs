@@ -68,12 +68,16 @@ pub fn valid_threshold(t: f64) -> bool {
 /// The model's score of `text` after the benign evidence of `reported` (from the rules) and of
 /// the text itself.
 pub fn adjusted_score(detector: &Detector, model: &Model, text: &str, reported: bool) -> f64 {
-    let canonical = model::canonical(text);
-    let mut logit = f64::from(model.logit_canonical(&canonical));
+    adjusted(detector, model, &model::canonical(text), reported)
+}
+
+/// [`adjusted_score`] of a text already in the canonical view.
+fn adjusted(detector: &Detector, model: &Model, canonical: &str, reported: bool) -> f64 {
+    let mut logit = f64::from(model.logit_canonical(canonical));
     if reported {
         logit -= REPORTED_PENALTY;
     }
-    if detector.discusses_attacks(&canonical) {
+    if detector.discusses_attacks(canonical) {
         logit -= DISCUSSES_PENALTY;
     }
     model::sigmoid(logit)
@@ -81,8 +85,12 @@ pub fn adjusted_score(detector: &Detector, model: &Model, text: &str, reported: 
 
 /// The rules' detection of `text` and the model's adjusted score, apart (evaluation reads both).
 pub fn both(detector: &Detector, model: &Model, text: &str) -> (Detection, f64) {
-    let (rules, reported) = detector.detect_signals(text);
-    let p = adjusted_score(detector, model, text, reported);
+    let (rules, signals) = detector.detect_signals(text);
+    // The rules' canonical view is the model's (NFC, then the same folding): read it once.
+    let p = match &signals.canonical {
+        Some(canonical) => adjusted(detector, model, canonical, signals.reported),
+        None => adjusted_score(detector, model, text, signals.reported),
+    };
     (rules, p)
 }
 
