@@ -3,7 +3,9 @@
 //!
 //! - The rules block on their own (their score reaches [`super::BLOCK_SCORE`]).
 //! - The model blocks on its own when its score, after benign evidence, reaches the threshold of
-//!   the channel the text arrived on ([`Thresholds`], `[guard.model]` in the configuration).
+//!   the channel the text arrived on ([`Thresholds`], `[guard.model]` in the configuration), and
+//!   the text has at least [`MIN_MODEL_BYTES`] bytes: a few words ("are you an AI?") are too
+//!   little evidence for n-grams, and the rules alone judge them.
 //! - Benign evidence the rules already know lowers the model's score (in logit units): a rule of
 //!   an instruction family that matched words the text quotes or reports
 //!   ([`REPORTED_PENALTY`]), and a text that talks about attacks and quotes something
@@ -25,6 +27,15 @@ pub const REPORTED_PENALTY: f64 = 1.5;
 /// example, 攻撃 …) and holds a quotation.
 pub const DISCUSSES_PENALTY: f64 = 0.75;
 
+/// Shortest text (UTF-8 bytes) the model may block on its own: about eight English words or
+/// sixteen Japanese, Chinese or Korean characters.
+pub const MIN_MODEL_BYTES: usize = 48;
+
+/// Whether the model may block a text of `len` bytes on its own.
+pub const fn model_may_block(len: usize) -> bool {
+    len >= MIN_MODEL_BYTES
+}
+
 /// The model's block threshold per channel, each in `0.0 < t < 1.0`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Thresholds {
@@ -42,7 +53,7 @@ impl Eq for Thresholds {}
 impl Thresholds {
     /// The values chosen on the validation split by `bridle guard train` (the highest benign
     /// validation score of the channel's texts, plus a margin); the configuration's defaults.
-    pub const BUNDLED: Self = Self { chat: 0.941, workflow: 0.941, document: 0.979 };
+    pub const BUNDLED: Self = Self { chat: 0.974, workflow: 0.974, document: 0.974 };
 
     /// The threshold of `channel`.
     pub const fn of(&self, channel: Channel) -> f64 {
@@ -103,7 +114,7 @@ pub fn decide(detector: &Detector, model: &Model, threshold: f64, text: &str) ->
 /// Combines the rules' detection with the model's adjusted score `p` (text of `len` bytes).
 pub fn combine(mut rules: Detection, p: f64, threshold: f64, len: usize) -> Detection {
     let t = if valid_threshold(threshold) { threshold } else { Thresholds::BUNDLED.document };
-    let model_blocks = p >= t;
+    let model_blocks = model_may_block(len) && p >= t;
     // The model's share of the score: below the threshold it stays under BLOCK_SCORE, above it
     // it rises from BLOCK_SCORE to 1.
     let part = if model_blocks { BLOCK_SCORE + (1.0 - BLOCK_SCORE) * (p - t) / (1.0 - t) } else { BLOCK_SCORE * p / t };
@@ -133,12 +144,15 @@ mod tests {
     #[test]
     fn rules_or_model_block_and_the_score_keeps_its_meaning() {
         let clean = Detection::clean();
-        let d = combine(clean.clone(), 0.95, 0.9, 10);
+        let d = combine(clean.clone(), 0.95, 0.9, 60);
         assert!(d.blocked());
         assert!(d.score >= BLOCK_SCORE);
         assert_eq!(d.categories, vec![Category::Learned]);
-        assert_eq!(d.spans.first().map(|s| (s.start, s.end)), Some((0, 10)));
-        let d = combine(clean.clone(), 0.8999, 0.9, 10);
+        assert_eq!(d.spans.first().map(|s| (s.start, s.end)), Some((0, 60)));
+        // A few words are the rules' alone.
+        let d = combine(clean.clone(), 0.95, 0.9, 14);
+        assert!(!d.blocked() && d.score < BLOCK_SCORE, "{d:?}");
+        let d = combine(clean.clone(), 0.8999, 0.9, 60);
         assert!(!d.blocked());
         assert!(d.score < BLOCK_SCORE);
         let rules = Detection {

@@ -22,7 +22,7 @@ use super::normalize;
 const WEIGHTS: &[u8] = include_bytes!("model/weights.bin");
 
 /// SHA-256 of [`WEIGHTS`], hex. `bridle guard train` prints the new value when the data change.
-pub const WEIGHTS_SHA256: &str = "6cd8185c1c16a7c9cb404975b982b47edb222aa8a3cd8676b879f5017e0d6397";
+pub const WEIGHTS_SHA256: &str = "b790d560cdfbb587bd59dd4d4e00a2afa7be991b6b52636154c4117d4191bbef";
 
 /// File magic and format version.
 const MAGIC: &[u8; 8] = b"BRGUARD1";

@@ -63,7 +63,7 @@ pub fn measure(
         }
         let (rules, p) = combine::both(detector, model, &s.text);
         let by_rules = rules.blocked();
-        let by_model = p >= thresholds.document;
+        let by_model = combine::model_may_block(s.text.len()) && p >= thresholds.document;
         if s.label == "benign" && (by_rules || by_model) {
             false_positives.push((s.id.clone(), by_model));
         }

@@ -345,9 +345,10 @@ fn logit(p: f64) -> f64 {
 }
 
 /// Chooses the thresholds on `valid`: per channel, the highest adjusted model score of a benign
-/// validation text the rules do not block (chat: chat texts; document: every text, since
-/// `bridle guard scan` reads everything as a document), plus [`Params::margin`] in logit units,
-/// within 0.5–0.99. Workflow takes chat's. Records what it read in `stats`.
+/// validation text the rules do not block and the model may block (long enough) (chat: chat
+/// texts; document: every text, since `bridle guard scan` reads everything as a document), plus
+/// [`Params::margin`] in logit units, within 0.5–0.99; chat at least document's. Workflow takes
+/// chat's. Records what it read in `stats`.
 pub fn thresholds(
     detector: &Detector,
     model: &Model,
@@ -362,10 +363,10 @@ pub fn thresholds(
         let Some(attack) = role(s) else { continue };
         let (rules, p) = combine::both(detector, model, &s.text);
         if attack {
-            attack_scores.push(p);
+            attack_scores.push(if combine::model_may_block(s.text.len()) { p } else { 0.0 });
             continue;
         }
-        if rules.blocked() {
+        if rules.blocked() || !combine::model_may_block(s.text.len()) {
             continue;
         }
         stats.valid_benign += 1;
@@ -379,7 +380,10 @@ pub fn thresholds(
         let t = sigmoid(logit(m) + params.margin).clamp(THRESHOLD_RANGE.0, THRESHOLD_RANGE.1);
         (t * 1000.0).ceil() / 1000.0
     };
-    let (chat, document) = (pick(chat_max), pick(all_max));
+    // Chat never gets a lower threshold than documents: the chat-like validation texts are few,
+    // so their maximum alone is a weak bound (a question about the assistant itself scored 0.97).
+    let document = pick(all_max);
+    let chat = pick(chat_max).max(document);
     stats.valid_top_benign.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     stats.valid_top_benign.truncate(5);
     stats.valid_chat_max = chat_max;
