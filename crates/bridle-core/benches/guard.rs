@@ -1,10 +1,13 @@
 //! Guard detector speed: a 2,000-character chat message (English and Korean apart), benign prose
-//! throughput, and a 1 MB adversarial input (linear time, no backtracking blow-up).
+//! throughput, and a 1 MB adversarial input (linear time, no backtracking blow-up); the rules
+//! alone, the learned model alone, and the combined decision the guard runs (`with_model`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::hint::black_box;
 
 use bridle_core::guard::Detector;
+use bridle_core::guard::combine;
+use bridle_core::guard::model::Model;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 const EN: &str = "The checkout service scaled to three replicas after the morning deploy, and latency went back \
@@ -19,11 +22,17 @@ fn repeat_to_chars(unit: &str, chars: usize) -> String {
 
 fn bench(c: &mut Criterion) {
     let d = Detector::new().unwrap();
+    let m = Model::bundled().unwrap();
+    let t = combine::Thresholds::BUNDLED.document;
     let en = repeat_to_chars(EN, 2000);
     let ko = repeat_to_chars(KO, 2000);
     let mut g = c.benchmark_group("chat_2000_chars");
     g.bench_function("english", |b| b.iter(|| black_box(d.detect(black_box(&en)))));
     g.bench_function("korean", |b| b.iter(|| black_box(d.detect(black_box(&ko)))));
+    g.bench_function("english_model_only", |b| b.iter(|| black_box(m.score(black_box(&en)))));
+    g.bench_function("korean_model_only", |b| b.iter(|| black_box(m.score(black_box(&ko)))));
+    g.bench_function("english_with_model", |b| b.iter(|| black_box(combine::decide(&d, m, t, black_box(&en)))));
+    g.bench_function("korean_with_model", |b| b.iter(|| black_box(combine::decide(&d, m, t, black_box(&ko)))));
     g.finish();
 
     let prose_en = repeat_to_chars(EN, 1_000_000);
@@ -34,6 +43,14 @@ fn bench(c: &mut Criterion) {
     g.bench_function("english_1mb", |b| b.iter(|| black_box(d.detect(black_box(&prose_en)))));
     g.throughput(Throughput::Bytes(prose_ko.len() as u64));
     g.bench_function("korean_1mb", |b| b.iter(|| black_box(d.detect(black_box(&prose_ko)))));
+    g.throughput(Throughput::Bytes(prose_en.len() as u64));
+    g.bench_function("english_1mb_with_model", |b| {
+        b.iter(|| black_box(combine::decide(&d, m, t, black_box(&prose_en))))
+    });
+    g.throughput(Throughput::Bytes(prose_ko.len() as u64));
+    g.bench_function("korean_1mb_with_model", |b| {
+        b.iter(|| black_box(combine::decide(&d, m, t, black_box(&prose_ko))))
+    });
     g.finish();
 
     // Adversarial: near-miss prefixes of many rules, repeated, plus invisible characters and

@@ -215,4 +215,7 @@ pub struct GuardSettings {
     pub limits: crate::guard::sanitize::Limits,
     /// Terms masked in outputs (internal tool names, table names).
     pub sensitive_terms: Vec<String>,
+    /// The learned detector's block threshold per channel (`[guard.model]`; defaults: the values
+    /// chosen on the validation split, [`crate::guard::combine::Thresholds::BUNDLED`]).
+    pub thresholds: crate::guard::combine::Thresholds,
 }

@@ -5,12 +5,14 @@
 //! the network. Time is linear in the input: patterns run on the `regex` crate (no
 //! backtracking) and keyword sets on aho-corasick; decoding is bounded in depth and size.
 
+pub mod combine;
 mod decode;
 pub mod detect;
 pub mod eval;
 mod jamo;
 pub mod mask;
 mod mention;
+pub mod model;
 mod normalize;
 mod rules;
 pub mod sanitize;
@@ -68,6 +70,8 @@ pub enum Category {
     /// Other obfuscation: combining-mark floods, spaced or interleaved letters, jamo or chosung
     /// spelling, terminal escapes.
     Obfuscation,
+    /// The learned detector's score passed its channel's threshold (no rule needed).
+    Learned,
 }
 
 impl Category {
@@ -85,6 +89,7 @@ impl Category {
             Self::EncodedPayload => "encoded_payload",
             Self::InvisibleCharacters => "invisible_characters",
             Self::Obfuscation => "obfuscation",
+            Self::Learned => "learned",
         }
     }
 }
@@ -142,4 +147,7 @@ pub enum GuardError {
     /// A rule file could not be read.
     #[error("rule file is invalid: {0}")]
     RuleFile(String),
+    /// The learned detector's weights were refused (checksum or format): no guard is built.
+    #[error("guard model refused: {0}")]
+    Model(String),
 }

@@ -1,6 +1,11 @@
 //! The guard facade: the one "check limits, detect, block" every door runs on a text before it
 //! reaches a model or a tool (gate step 4's scanner, chat input, workflow inputs,
-//! `/v1/guard/scan`, `bridle guard`), over the one compiled [`Detector`] of the process.
+//! `/v1/guard/scan`, `bridle guard`), over the one compiled [`Detector`] of the process and the
+//! compiled-in learned model ([`Model::bundled`], checked against its SHA-256 once).
+//!
+//! Every verdict here is the one combined decision of [`bridle_core::guard::combine`]: the rules
+//! block on their own, the model blocks on its own at the threshold of the text's channel
+//! (`[guard.model]`), and benign evidence lowers the model's score.
 //!
 //! [`Guard::check`] answers the detection of a text that passed its channel's limit, or a typed
 //! [`Refusal`]; each caller words the refusal for its own audience (an argument, a chat turn, a
@@ -10,6 +15,8 @@ use std::sync::OnceLock;
 
 use bridle_core::Rejection;
 use bridle_core::config::GuardSettings;
+use bridle_core::guard::combine::{self, Thresholds};
+use bridle_core::guard::model::Model;
 use bridle_core::guard::sanitize::{Channel, Limits};
 use bridle_core::guard::scanner::blocked;
 use bridle_core::guard::{Detection, Detector, GuardError};
@@ -50,22 +57,35 @@ impl Refusal {
     }
 }
 
-/// The detector and the channel limits of a `[guard]` section.
+/// The detector, the learned model, and the channel limits and model thresholds of a `[guard]`
+/// section.
 #[derive(Debug, Clone, Copy)]
 pub struct Guard {
     detector: &'static Detector,
+    model: &'static Model,
     limits: Limits,
+    thresholds: Thresholds,
 }
 
 impl Guard {
-    /// The guard with the limits of a validated `[guard]` section.
+    /// The guard with the limits and thresholds of a validated `[guard]` section.
     pub fn from_settings(settings: &GuardSettings) -> Result<Self, GuardError> {
-        Self::with_limits(settings.limits)
+        Ok(Self { thresholds: settings.thresholds, ..Self::with_limits(settings.limits)? })
     }
 
-    /// The guard with channel `limits`.
+    /// The guard with channel `limits` and the bundled thresholds. Fails when the built-in rules
+    /// do not compile or the compiled-in weights do not match their checksum.
     pub fn with_limits(limits: Limits) -> Result<Self, GuardError> {
-        Ok(Self { detector: detector()?, limits })
+        Ok(Self { detector: detector()?, model: Model::bundled()?, limits, thresholds: Thresholds::BUNDLED })
+    }
+
+    /// The model thresholds per channel.
+    pub fn thresholds(&self) -> &Thresholds {
+        &self.thresholds
+    }
+
+    fn decide(&self, channel: Channel, text: &str) -> Detection {
+        combine::decide(self.detector, self.model, self.thresholds.of(channel), text)
     }
 
     /// The channel limits.
@@ -77,27 +97,28 @@ impl Guard {
     /// `Ok` holds a detection that does not block.
     pub fn check(&self, channel: Channel, text: &str) -> Result<Detection, Refusal> {
         self.limits.check(channel, text).map_err(Refusal::TooLong)?;
-        self.detect(text)
+        let d = self.decide(channel, text);
+        if d.blocked() { Err(Refusal::Blocked(d)) } else { Ok(d) }
     }
 
     /// `text` detected without a length limit (text already held to one, such as a model's
-    /// earlier answer); `Ok` holds a detection that does not block.
+    /// earlier answer), at the chat threshold; `Ok` holds a detection that does not block.
     pub fn detect(&self, text: &str) -> Result<Detection, Refusal> {
-        let d = self.detector.detect(text);
+        let d = self.decide(Channel::Chat, text);
         if d.blocked() { Err(Refusal::Blocked(d)) } else { Ok(d) }
     }
 
     /// An untrusted document (a tool's result at gate step 11) read whole whatever its size: a
     /// result exists already, so no limit refuses it.
     pub fn document(&self, text: &str) -> Detection {
-        self.detector.detect(text)
+        self.decide(Channel::Document, text)
     }
 
     /// The detection of `text` whatever it says, after the channel's limit (`/v1/guard/scan`
     /// reports an allow's score and spans too).
     pub fn detection(&self, channel: Channel, text: &str) -> Result<Detection, Rejection> {
         self.limits.check(channel, text)?;
-        Ok(self.detector.detect(text))
+        Ok(self.decide(channel, text))
     }
 }
 

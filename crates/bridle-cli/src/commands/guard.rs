@@ -1,4 +1,6 @@
-//! `bridle guard scan|mask|eval`: reads inputs, calls the guard in `bridle-core`, prints.
+//! `bridle guard scan|mask|eval|train`: reads inputs, calls the guard in `bridle-core`, prints.
+//! `train` and `eval --split` read the corpus files ([`sources`]); training itself is
+//! `bridle_core::guard::model::train`.
 //!
 //! `scan` and `mask` stream their input line by line in constant memory: a plain line is at most
 //! the document channel's limit (1 MB), a `--jsonl` line at most [`JSONL_LINE_BYTES`] with a
@@ -13,8 +15,10 @@ use std::process::ExitCode;
 use anyhow::Context;
 use bridle_core::Code;
 use bridle_core::guard::Detector;
-use bridle_core::guard::eval::{self, Report};
+use bridle_core::guard::combine::Thresholds;
+use bridle_core::guard::eval::{self, Report, split};
 use bridle_core::guard::mask::{Masker, load_gitleaks};
+use bridle_core::guard::model::{self, train as model_train, train::Source};
 use bridle_core::guard::sanitize::{Channel, Limits};
 use bridle_runtime::guard::Guard;
 use serde_json::Value;
@@ -47,9 +51,42 @@ pub enum GuardCommand {
     /// Detection per family, category and language, false positives and throughput.
     Eval {
         /// Labelled JSONL files (`id, text, label, category, lang`).
-        #[arg(required = true)]
+        #[arg(required_unless_present = "split")]
         files: Vec<PathBuf>,
+        /// The rules alone (without the learned model).
+        #[arg(long)]
+        no_model: bool,
+        /// Train in process and report on texts the training never saw: `random` (the fixed
+        /// test split) or `loso` (leave one source out), from the training sources.
+        #[arg(long, value_parser = ["random", "loso"])]
+        split: Option<String>,
+        #[command(flatten)]
+        data: TrainingData,
     },
+    /// Train the learned detector and write its weights (deterministic: same data, same bytes).
+    Train {
+        #[command(flatten)]
+        data: TrainingData,
+        /// Where the weights go.
+        #[arg(long, default_value = "crates/bridle-core/src/guard/model/weights.bin")]
+        out: PathBuf,
+    },
+}
+
+/// The training sources: every `*.jsonl` of the shared corpus and the project's own files.
+#[derive(Debug, clap::Args)]
+pub struct TrainingData {
+    /// The shared corpus directory.
+    #[arg(long, default_value = "../shared/data/guard-corpus")]
+    corpus: PathBuf,
+    /// The project's own labelled files (never a `heldout*` file).
+    #[arg(long = "data", default_values = [
+        "crates/bridle-core/tests/data/guard/dev.jsonl",
+        "crates/bridle-core/tests/data/guard/train.jsonl",
+        "crates/bridle-core/tests/data/guard/background.jsonl",
+        "crates/bridle-core/tests/data/hard_negatives.jsonl",
+    ])]
+    own: Vec<PathBuf>,
 }
 
 /// Runs `bridle guard …`.
@@ -57,7 +94,11 @@ pub fn run(g: &super::Global, command: &GuardCommand) -> anyhow::Result<ExitCode
     match command {
         GuardCommand::Scan { jsonl, file } => scan(file.as_deref(), *jsonl),
         GuardCommand::Mask { jsonl, rules, file } => mask(g.config(), file.as_deref(), *jsonl, rules.as_deref()),
-        GuardCommand::Eval { files } => eval(files, g.json),
+        GuardCommand::Eval { files, no_model, split, data } => match split.as_deref() {
+            Some(kind) => eval_split(kind, data, g.json),
+            None => eval(files, !*no_model, g.json),
+        },
+        GuardCommand::Train { data, out } => train(data, out, g.json),
     }
 }
 
@@ -208,8 +249,13 @@ pub fn mask(config: Option<&Path>, file: Option<&Path>, jsonl: bool, rules: Opti
 
 /// `bridle guard eval FILE...`: the pooled report, then (with more than one file) the rates per
 /// family and language of each file apart (`dev` beside `heldout` and `heldout2`).
-pub fn eval(files: &[PathBuf], json: bool) -> anyhow::Result<ExitCode> {
+pub fn eval(files: &[PathBuf], with_model: bool, json: bool) -> anyhow::Result<ExitCode> {
     let detector = detector()?;
+    let guard = Guard::with_limits(Limits::default()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    // As `bridle guard scan` decides: the document channel, bundled thresholds.
+    let decide = |text: &str| {
+        if with_model { guard.document(text).blocked() } else { detector.detect(text).blocked() }
+    };
     let mut samples = Vec::new();
     let mut splits = Vec::new();
     for f in files {
@@ -223,8 +269,8 @@ pub fn eval(files: &[PathBuf], json: bool) -> anyhow::Result<ExitCode> {
         splits.push((name, s));
     }
     let masker = Masker::new().map_err(|e| anyhow::anyhow!("{e}"))?;
-    let report = eval::evaluate(detector, &masker, &samples);
-    let by_split = if files.len() > 1 { eval::by_split(detector, &splits) } else { Default::default() };
+    let report = eval::evaluate(&decide, &masker, &samples);
+    let by_split = if files.len() > 1 { eval::by_split(&decide, &splits) } else { Default::default() };
     if json {
         let mut value = serde_json::to_value(&report)?;
         if let Some(obj) = value.as_object_mut()
@@ -293,4 +339,114 @@ fn print_report(r: &Report) -> anyhow::Result<()> {
         out::line(&format!("false positives: {}", r.false_positive_ids.join(", ")))?;
     }
     Ok(())
+}
+
+/// Reads the training sources: the corpus's `*.jsonl` files in name order, then the project's
+/// own files. A `heldout*` file is refused: held-out data is never trained or tuned on.
+pub fn sources(data: &TrainingData) -> anyhow::Result<Vec<Source>> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&data.corpus)
+        .with_context(|| format!("reading the corpus directory `{}`", data.corpus.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    paths.sort();
+    paths.extend(data.own.iter().cloned());
+    let mut out = Vec::new();
+    for path in paths {
+        let name = path.file_stem().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+        if name.starts_with("heldout") {
+            anyhow::bail!("`{}` is held-out data: it is never trained or tuned on", path.display());
+        }
+        let text = std::fs::read_to_string(&path).with_context(|| format!("reading `{}`", path.display()))?;
+        let (samples, _) = eval::parse_jsonl(&text);
+        if samples.iter().any(|s| s.label == "attack" || s.label == "benign") {
+            out.push(Source { name, samples });
+        }
+    }
+    Ok(out)
+}
+
+/// `bridle guard train`: trains on the `Train` part, chooses thresholds on `Valid`, writes the
+/// weights and prints their SHA-256, the thresholds and the time taken.
+pub fn train(data: &TrainingData, out_path: &Path, json: bool) -> anyhow::Result<ExitCode> {
+    let detector = detector()?;
+    let sources = sources(data)?;
+    let started = std::time::Instant::now();
+    let trained = model_train::fit_sources(detector, &sources, &model_train::PARAMS);
+    let secs = started.elapsed().as_secs_f64();
+    let bytes = trained.model.to_bytes();
+    std::fs::write(out_path, &bytes).with_context(|| format!("writing `{}`", out_path.display()))?;
+    let sha = model::sha256_hex(&bytes);
+    let t = &trained.thresholds;
+    if json {
+        let v = serde_json::json!({
+            "out": out_path.display().to_string(), "bytes": bytes.len(), "sha256": sha, "seconds": secs,
+            "thresholds": t, "stats": trained.stats,
+            "sources": sources.iter().map(|s| &s.name).collect::<Vec<_>>(),
+        });
+        out::line(&v.to_string())?;
+    } else {
+        out::line(&format!("sources: {}", sources.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ")))?;
+        out::line(&format!("trained in {secs:.1} s: {:?}", trained.stats))?;
+        out::line(&format!("thresholds: chat {} workflow {} document {}", t.chat, t.workflow, t.document))?;
+        out::line(&format!("wrote {} ({} bytes), sha256 {sha}", out_path.display(), bytes.len()))?;
+    }
+    if sha != model::WEIGHTS_SHA256 || *t != Thresholds::BUNDLED {
+        eprintln!(
+            "these differ from the compiled-in model: set WEIGHTS_SHA256 in bridle-core/src/guard/model.rs \
+             and Thresholds::BUNDLED in guard/combine.rs (and the example configs), then rebuild"
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `bridle guard eval --split random|loso`: trains in process per fold and prints, per family
+/// and language, the texts blocked by the rules, the model alone and the two combined.
+pub fn eval_split(kind: &str, data: &TrainingData, json: bool) -> anyhow::Result<ExitCode> {
+    let detector = detector()?;
+    let sources = sources(data)?;
+    let started = std::time::Instant::now();
+    let folds = if kind == "loso" {
+        split::leave_one_source_out(detector, &sources, &model_train::PARAMS)
+    } else {
+        vec![split::random(detector, &sources, &model_train::PARAMS)]
+    };
+    let secs = started.elapsed().as_secs_f64();
+    if json {
+        out::line(&serde_json::json!({"split": kind, "seconds": secs, "folds": folds}).to_string())?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    for fold in &folds {
+        let t = &fold.thresholds;
+        out::line(&format!(
+            "fold `{}` (thresholds chat {} document {}; trained on {} attacks, {} benign)",
+            fold.name, t.chat, t.document, fold.stats.attacks, fold.stats.benign
+        ))?;
+        out::line(&format!("{:<36} {:>6} {:>14} {:>14} {:>14}", "family/lang", "texts", "rules", "model", "combined"))?;
+        for (key, r) in &fold.rows {
+            let cell = |n: usize| {
+                #[allow(clippy::cast_precision_loss)]
+                let rate = if r.total == 0 { 0.0 } else { n as f64 * 100.0 / r.total as f64 };
+                format!("{n} {rate:.1}%")
+            };
+            out::line(&format!(
+                "{key:<36} {:>6} {:>14} {:>14} {:>14}",
+                r.total,
+                cell(r.rules),
+                cell(r.model),
+                cell(r.combined)
+            ))?;
+        }
+        if !fold.false_positives.is_empty() {
+            let ids: Vec<String> = fold
+                .false_positives
+                .iter()
+                .map(|(id, m)| format!("{id}{}", if *m { " (model)" } else { "" }))
+                .collect();
+            out::line(&format!("false positives: {}", ids.join(", ")))?;
+        }
+        out::line("")?;
+    }
+    out::line(&format!("{} fold(s) in {secs:.1} s", folds.len()))?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -71,6 +71,17 @@ pub(super) struct RawGuard {
     pub document_max_bytes: Option<usize>,
     #[serde(default)]
     pub sensitive_terms: Vec<String>,
+    /// `[guard.model]`: the learned detector's block threshold per channel.
+    #[serde(default)]
+    pub model: RawGuardModel,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawGuardModel {
+    pub chat: Option<f64>,
+    pub workflow: Option<f64>,
+    pub document: Option<f64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -204,7 +204,20 @@ fn guard_settings(raw: &super::raw::RawGuard, errors: &mut Errors) -> super::Gua
             errors.push(format!("guard.sensitive_terms[{i}]"), "must have at least 3 characters");
         }
     }
-    super::GuardSettings { limits, sensitive_terms: raw.sensitive_terms.clone() }
+    let bundled = crate::guard::combine::Thresholds::BUNDLED;
+    let mut threshold = |at: &str, value: Option<f64>, default: f64| {
+        let v = value.unwrap_or(default);
+        if !crate::guard::combine::valid_threshold(v) {
+            errors.push(format!("guard.model.{at}"), "must be a number between 0 and 1 (exclusive)");
+        }
+        v
+    };
+    let thresholds = crate::guard::combine::Thresholds {
+        chat: threshold("chat", raw.model.chat, bundled.chat),
+        workflow: threshold("workflow", raw.model.workflow, bundled.workflow),
+        document: threshold("document", raw.model.document, bundled.document),
+    };
+    super::GuardSettings { limits, sensitive_terms: raw.sensitive_terms.clone(), thresholds }
 }
 
 fn tool_contract(

@@ -101,6 +101,19 @@ impl std::fmt::Debug for Detector {
 #[derive(Default)]
 struct Evidence {
     hits: BTreeMap<&'static str, (Category, f64, usize, usize)>,
+    /// Whether a rule of an instruction family matched text that quotes or reports it.
+    reported: bool,
+    /// The input's canonical view (kept from the top-level scan for the learned model).
+    canonical: Option<String>,
+}
+
+/// What the combined decision reads from a detection besides its verdict.
+#[derive(Debug, Default)]
+pub(crate) struct Signals {
+    /// A rule of an instruction family matched words the text quotes or reports.
+    pub reported: bool,
+    /// The text's canonical view, as the model reads it.
+    pub canonical: Option<String>,
 }
 
 impl Evidence {
@@ -153,7 +166,8 @@ impl Evidence {
         (self.counted().map(|h| h.1).sum::<f64>() + 0.0).min(1.0)
     }
 
-    fn into_detection(self) -> Detection {
+    fn into_detection(mut self) -> (Detection, Signals) {
+        let signals = Signals { reported: self.reported, canonical: self.canonical.take() };
         let score = self.score();
         let mut categories: Vec<Category> = self.counted().map(|h| h.0).collect();
         categories.sort_unstable();
@@ -162,7 +176,7 @@ impl Evidence {
         spans.sort_unstable();
         spans.dedup();
         let verdict = if score >= BLOCK_SCORE { GuardVerdict::Block } else { GuardVerdict::Allow };
-        Detection { verdict, score: (score * 1000.0).round() / 1000.0, categories, spans }
+        (Detection { verdict, score: (score * 1000.0).round() / 1000.0, categories, spans }, signals)
     }
 }
 
@@ -207,10 +221,17 @@ impl Detector {
     /// The text is read in NFC first, so a decomposed (NFD) text gets the verdict of its composed
     /// form; spans found in the composed text are mapped back to the input.
     pub fn detect(&self, text: &str) -> Detection {
+        self.detect_signals(text).0
+    }
+
+    /// [`Self::detect`], with whether a rule of an instruction family matched words the text
+    /// quotes or reports (benign evidence the combined decision lowers the model's score by) and
+    /// the canonical view the model reads.
+    pub(crate) fn detect_signals(&self, text: &str) -> (Detection, Signals) {
         let Some((composed, origin)) = normalize::nfc(text) else {
             return self.detect_nfc(text);
         };
-        let mut d = self.detect_nfc(&composed);
+        let (mut d, signals) = self.detect_nfc(&composed);
         for span in &mut d.spans {
             let start = origin.get(span.start).map_or(0, |o| o.0);
             let end = span.end.checked_sub(1).and_then(|i| origin.get(i)).map_or(text.len(), |o| o.1);
@@ -218,10 +239,16 @@ impl Detector {
         }
         d.spans.sort_unstable();
         d.spans.dedup();
-        d
+        (d, signals)
     }
 
-    fn detect_nfc(&self, text: &str) -> Detection {
+    /// Whether the canonical `text` talks about attacks with a quotation in it (an article or a
+    /// training note quoting one), by the reporting word lists of [`Mention`].
+    pub(crate) fn discusses_attacks(&self, canonical: &str) -> bool {
+        self.mention.discusses(canonical)
+    }
+
+    fn detect_nfc(&self, text: &str) -> (Detection, Signals) {
         let mut budget = MAX_DECODED;
         let mut evidence = Evidence::default();
         self.scan(text, 0, &mut budget, &mut evidence, None);
@@ -276,6 +303,9 @@ impl Detector {
         }
         if depth < MAX_DEPTH {
             self.decode_and_rescan(text, depth, budget, ev, at);
+        }
+        if depth == 0 && at.is_none() {
+            ev.canonical = Some(canon.text);
         }
     }
 
@@ -338,6 +368,7 @@ impl Detector {
             let Some(rule) = table.rules.get(i) else { continue };
             let Some(m) = rule.regex.find(&view.text) else { continue };
             let reported = self.mention.reported(&view.text, m.start(), rule.category);
+            ev.reported |= reported;
             let weight = if reported { rule.weight * 0.3 } else { rule.weight };
             let span = at.unwrap_or(view.source(m.start(), m.end()));
             if merged {
@@ -457,6 +488,7 @@ impl Detector {
 }
 
 fn merge(ev: &mut Evidence, inner: Evidence, span: Option<(usize, usize)>) {
+    ev.reported |= inner.reported;
     for (name, (category, weight, a, b)) in inner.hits {
         ev.add(name, category, weight, span.unwrap_or((a, b)));
     }

@@ -7,8 +7,9 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::Detector;
 use super::mask::Masker;
+
+pub mod split;
 
 /// One labelled text (`id, text, label, category, lang`; other fields ignored).
 #[derive(Debug, Clone, Deserialize)]
@@ -144,9 +145,10 @@ fn bump(map: &mut BTreeMap<String, Tally>, key: &str, flagged: bool) {
     t.flagged += usize::from(flagged);
 }
 
-/// Runs the detector on every attack and benign sample, and the masker's secret rules on every
-/// `secret` sample (recall) and every benign sample (`secrets_on_benign`).
-pub fn evaluate(detector: &Detector, masker: &Masker, samples: &[Sample]) -> Report {
+/// Runs `blocks` (the guard's decision: the rules alone, or rules and model) on every attack and
+/// benign sample, and the masker's secret rules on every `secret` sample (recall) and every benign
+/// sample (`secrets_on_benign`).
+pub fn evaluate(blocks: &dyn Fn(&str) -> bool, masker: &Masker, samples: &[Sample]) -> Report {
     let mut report = Report::default();
     let mut times = Vec::with_capacity(samples.len());
     let mut elapsed = 0.0f64;
@@ -161,7 +163,7 @@ pub fn evaluate(detector: &Detector, masker: &Masker, samples: &[Sample]) -> Rep
             continue;
         }
         let started = Instant::now();
-        let flagged = detector.detect(&s.text).blocked();
+        let flagged = blocks(&s.text);
         let secs = started.elapsed().as_secs_f64();
         elapsed += secs;
         times.push(secs * 1e6);
@@ -200,7 +202,7 @@ pub type SplitRates = BTreeMap<String, Tally>;
 
 /// Rates per family and language for each named split (`dev`, `heldout`, `heldout2` …), so a
 /// figure on the data rules were written from is read beside the held-out ones.
-pub fn by_split(detector: &Detector, splits: &[(String, Vec<Sample>)]) -> BTreeMap<String, SplitRates> {
+pub fn by_split(blocks: &dyn Fn(&str) -> bool, splits: &[(String, Vec<Sample>)]) -> BTreeMap<String, SplitRates> {
     let mut out = BTreeMap::new();
     for (name, samples) in splits {
         let mut rates = SplitRates::new();
@@ -209,7 +211,7 @@ pub fn by_split(detector: &Detector, splits: &[(String, Vec<Sample>)]) -> BTreeM
             if fams.is_empty() {
                 continue;
             }
-            let flagged = detector.detect(&s.text).blocked();
+            let flagged = blocks(&s.text);
             for f in fams {
                 bump(&mut rates, &format!("{f}/{}", s.lang), flagged);
                 bump(&mut rates, f, flagged);

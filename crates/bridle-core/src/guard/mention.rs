@@ -108,6 +108,9 @@ pub(crate) struct Mention {
     /// their closing partners).
     directional: Vec<String>,
     closing: Vec<String>,
+    /// The META words, then the opening quotes other than the apostrophe, in one automaton (one
+    /// pass over a long document); `None` if it could not be built (then nothing is discussed).
+    discussion: Option<aho_corasick::AhoCorasick>,
 }
 
 impl Mention {
@@ -122,7 +125,28 @@ impl Mention {
         let closing = fold(CLOSING);
         let directional =
             opening.iter().filter(|q| !matches!(q.as_str(), "\"" | "'") && !closing.contains(q)).cloned().collect();
-        Self { reporting: fold(REPORTING), meta: fold(META), opening, directional, closing }
+        let meta = fold(META);
+        let quotes = opening.iter().filter(|q| q.as_str() != "'");
+        let discussion = aho_corasick::AhoCorasick::new(meta.iter().chain(quotes)).ok();
+        Self { reporting: fold(REPORTING), meta, opening, directional, closing, discussion }
+    }
+
+    /// Whether the canonical `text` talks about attacks (a word of the META list) and quotes
+    /// something (an opening quote other than the apostrophe).
+    pub(crate) fn discusses(&self, text: &str) -> bool {
+        let Some(ac) = &self.discussion else { return false };
+        let (mut meta, mut quote) = (false, false);
+        for m in ac.find_iter(text) {
+            if m.pattern().as_usize() < self.meta.len() {
+                meta = true;
+            } else {
+                quote = true;
+            }
+            if meta && quote {
+                return true;
+            }
+        }
+        false
     }
 
     /// Whether the match at `start` is quoted or reported in a text about attacks, not addressed

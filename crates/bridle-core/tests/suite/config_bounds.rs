@@ -184,3 +184,18 @@ fn a_cel_expression_past_its_size_bound_is_a_workflow_problem() {
     let errors = parse_small_stack(workflow_with_expr(&long)).unwrap_err();
     assert!(errors.contains("at most 4096 bytes"), "{errors}");
 }
+
+#[test]
+fn model_thresholds_are_read_per_channel_and_bounded() {
+    use bridle_core::guard::combine::Thresholds;
+    let example = read_example("bridle.toml").unwrap();
+    let bad = format!("{example}\n[guard.model]\nchat = 0.8\ndocument = 1.5\nworkflow = 0\n");
+    let errors = load(&bad, &read_example).unwrap_err().to_string();
+    assert!(errors.contains("guard.model.document: must be a number between 0 and 1"), "{errors}");
+    assert!(errors.contains("guard.model.workflow: must be a number between 0 and 1"), "{errors}");
+    let config = load(&format!("{example}\n[guard.model]\nchat = 0.8\n"), &read_example).unwrap();
+    assert!((config.guard.thresholds.chat - 0.8).abs() < 1e-12);
+    assert_eq!(config.guard.thresholds.document.to_bits(), Thresholds::BUNDLED.document.to_bits());
+    let unknown = format!("{example}\n[guard.model]\nchatt = 0.8\n");
+    assert!(load(&unknown, &read_example).is_err());
+}

@@ -3,7 +3,8 @@
 
 use bridle_core::guard::eval::{self, parse_jsonl};
 use bridle_core::guard::mask::{Masker, load_gitleaks};
-use bridle_core::guard::{Category, Detector};
+use bridle_core::guard::model::Model;
+use bridle_core::guard::{Category, Detector, combine};
 
 const HARD_NEGATIVES: &str = include_str!("../data/hard_negatives.jsonl");
 const DEV: &str = include_str!("../data/guard/dev.jsonl");
@@ -106,6 +107,8 @@ fn korean_texts() -> Vec<String> {
 fn korean_gets_the_same_verdict_in_nfc_and_nfd() {
     use unicode_normalization::UnicodeNormalization as _;
     let d = detector();
+    let model = Model::bundled().unwrap();
+    let threshold = combine::Thresholds::BUNDLED.document;
     let texts = korean_texts();
     assert!(texts.len() >= 30, "{} Korean texts", texts.len());
     for t in &texts {
@@ -114,6 +117,9 @@ fn korean_gets_the_same_verdict_in_nfc_and_nfd() {
         let (a, b) = (d.detect(&nfc), d.detect(&nfd));
         assert_eq!(a.verdict, b.verdict, "{t}: NFC {a:?} NFD {b:?}");
         assert_eq!(a.categories, b.categories, "{t}");
+        // The combined decision (rules and the learned model) too.
+        let (a, b) = (combine::decide(&d, model, threshold, &nfc), combine::decide(&d, model, threshold, &nfd));
+        assert_eq!((a.verdict, a.score.to_bits()), (b.verdict, b.score.to_bits()), "{t}: NFC {a:?} NFD {b:?}");
         for s in &b.spans {
             assert!(s.start < s.end && nfd.get(s.start..s.end).is_some(), "{t}: {s:?}");
         }
@@ -193,7 +199,8 @@ fn instructions_addressed_to_the_model_inside_documents() {
 #[test]
 fn evaluation_reports_each_split_by_family_and_language() {
     let (dev, _) = parse_jsonl(DEV);
-    let r = eval::by_split(&detector(), &[("dev".to_owned(), dev)]);
+    let d = detector();
+    let r = eval::by_split(&|t: &str| d.detect(t).blocked(), &[("dev".to_owned(), dev)]);
     let dev = &r["dev"];
     assert!(dev["direct_other_languages/ja"].total >= 10, "{dev:?}");
     assert!(dev["documents"].total >= 20 && dev["documents"].rate >= 0.9, "{:?}", dev["documents"]);
@@ -242,7 +249,8 @@ fn smoke_evaluation_on_the_korean_english_seed_set() {
         return;
     };
     let (samples, _) = parse_jsonl(&text);
-    let report = eval::evaluate(&detector(), &Masker::new().unwrap(), &samples);
+    let d = detector();
+    let report = eval::evaluate(&|t: &str| d.detect(t).blocked(), &Masker::new().unwrap(), &samples);
     let korean = &report.families["korean"];
     assert!(korean.rate >= 0.9, "korean detection {}", korean.rate);
     let hard = &report.families["hard_negative"];

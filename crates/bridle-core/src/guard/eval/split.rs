@@ -1,0 +1,119 @@
+//! Evaluation that predicts held-out behaviour: the learned detector trained without the texts it
+//! is measured on, reported per family and language beside the rules alone.
+//!
+//! - [`random`]: trained on the `Train` part of every source, thresholds chosen on `Valid`,
+//!   measured on `Test` (the fixed hash split of [`crate::guard::model::train::part`]).
+//! - [`leave_one_source_out`]: for each source, trained and thresholded on the other sources
+//!   (their `Train` and `Valid` parts), measured on the whole left-out source.
+//!
+//! Every row counts the texts blocked by the rules, by the model alone (at the document threshold,
+//! the channel `bridle guard scan` uses) and by the combined decision.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::{Sample, families};
+use crate::guard::Detector;
+use crate::guard::combine::{self, Thresholds};
+use crate::guard::model::Model;
+use crate::guard::model::train::{self, Params, Part, Source, Stats};
+
+/// Counts for one `family/lang` row.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Row {
+    /// Texts.
+    pub total: usize,
+    /// Blocked by the rules.
+    pub rules: usize,
+    /// Blocked by the model alone.
+    pub model: usize,
+    /// Blocked by the combined decision.
+    pub combined: usize,
+}
+
+/// One measured fold.
+#[derive(Debug, Clone, Serialize)]
+pub struct Fold {
+    /// What was measured (`test`, or the left-out source).
+    pub name: String,
+    /// Thresholds chosen for this fold.
+    pub thresholds: Thresholds,
+    /// Training counts.
+    pub stats: Stats,
+    /// Rows `family` and `family/lang`.
+    pub rows: BTreeMap<String, Row>,
+    /// Benign texts the combined decision blocked (id, whether the model did), for review.
+    pub false_positives: Vec<(String, bool)>,
+}
+
+/// Measures `samples` with `model` at `thresholds`.
+pub fn measure(
+    detector: &Detector,
+    model: &Model,
+    thresholds: &Thresholds,
+    samples: &[&Sample],
+) -> (BTreeMap<String, Row>, Vec<(String, bool)>) {
+    let mut rows: BTreeMap<String, Row> = BTreeMap::new();
+    let mut false_positives = Vec::new();
+    for s in samples {
+        let fams = families(s);
+        if fams.is_empty() {
+            continue;
+        }
+        let (rules, p) = combine::both(detector, model, &s.text);
+        let by_rules = rules.blocked();
+        let by_model = combine::model_may_block(s.text.len()) && p >= thresholds.document;
+        if s.label == "benign" && (by_rules || by_model) {
+            false_positives.push((s.id.clone(), by_model));
+        }
+        for f in fams {
+            for key in [f.to_owned(), format!("{f}/{}", s.lang)] {
+                let r = rows.entry(key).or_default();
+                r.total += 1;
+                r.rules += usize::from(by_rules);
+                r.model += usize::from(by_model);
+                r.combined += usize::from(by_rules || by_model);
+            }
+        }
+    }
+    (rows, false_positives)
+}
+
+fn pairs(sources: &[Source]) -> Vec<(&str, &Sample)> {
+    sources.iter().flat_map(|src| src.samples.iter().map(move |s| (src.name.as_str(), s))).collect()
+}
+
+/// The random split: train on `Train`, thresholds on `Valid`, measured on `Test`.
+pub fn random(detector: &Detector, sources: &[Source], params: &Params) -> Fold {
+    let all = pairs(sources);
+    let of = |want: Part| -> Vec<(&str, &Sample)> {
+        all.iter().filter(|(n, s)| train::part(n, s) == want).copied().collect()
+    };
+    let trained = train::fit(detector, &of(Part::Train), &of(Part::Valid), params);
+    let test: Vec<&Sample> = of(Part::Test).into_iter().map(|(_, s)| s).collect();
+    let (rows, false_positives) = measure(detector, &trained.model, &trained.thresholds, &test);
+    Fold { name: "test".to_owned(), thresholds: trained.thresholds, stats: trained.stats, rows, false_positives }
+}
+
+/// Leave one source out: one fold per source, trained without it, measured on all of it.
+pub fn leave_one_source_out(detector: &Detector, sources: &[Source], params: &Params) -> Vec<Fold> {
+    let all = pairs(sources);
+    let mut folds = Vec::new();
+    for left in sources {
+        let others = |want: Part| -> Vec<(&str, &Sample)> {
+            all.iter().filter(|(n, s)| *n != left.name && train::part(n, s) == want).copied().collect()
+        };
+        let trained = train::fit(detector, &others(Part::Train), &others(Part::Valid), params);
+        let test: Vec<&Sample> = left.samples.iter().collect();
+        let (rows, false_positives) = measure(detector, &trained.model, &trained.thresholds, &test);
+        folds.push(Fold {
+            name: left.name.clone(),
+            thresholds: trained.thresholds,
+            stats: trained.stats,
+            rows,
+            false_positives,
+        });
+    }
+    folds
+}

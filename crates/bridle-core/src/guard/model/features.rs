@@ -1,0 +1,176 @@
+//! Features of the learned detector: hashed character and word n-grams of the canonical view
+//! (NFC, NFKC outside ASCII and Hangul, lowercase, invisible characters removed), placed by the
+//! block of text they start in so a text's windows are scored without allocating per feature.
+//!
+//! Character 3- and 4-grams read every script (3-grams alone for three Hangul syllables); 2-grams
+//! are added where a character is outside
+//! ASCII and Hangul (a Japanese or Chinese word is often two characters); word unigrams and bigrams
+//! (a word is a run of letters or digits) read word order in spaced scripts. Whitespace runs read
+//! as one space and ASCII digits as `0`, so numbers and layout do not make features of their own.
+//! A character n-gram's code points are packed into one 64-bit key (21 bits each) and mixed by a
+//! SplitMix64 finalizer; words are FNV-1a over their characters. Fixed, so the same text gives the
+//! same buckets on every machine, and a few multiplications per character.
+
+/// Bits of the hashed feature space.
+pub const BITS: u32 = 18;
+/// Buckets (weights) of the model.
+pub const DIM: usize = 1 << BITS;
+/// Characters of the canonical text per block; a window is one block with the one before it.
+pub const BLOCK_CHARS: usize = 128;
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+
+/// SplitMix64's finalizer: spreads an FNV hash over all 64 bits.
+fn mix(h: u64) -> u64 {
+    let mut z = h;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+fn bucket(h: u64) -> u32 {
+    // INVARIANT: the shift leaves BITS bits, which fit in u32.
+    u32::try_from(mix(h) >> (64 - BITS)).unwrap_or(0)
+}
+
+fn step(h: u64, v: u64) -> u64 {
+    (h ^ v).wrapping_mul(FNV_PRIME)
+}
+
+/// Feature kinds, hashed in so an n-gram of one kind does not share a key with the same
+/// characters of another.
+const CHAR2: u64 = 2 << 60;
+const CHAR4: u64 = 4 << 56;
+const WORD1: u64 = 11;
+const WORD2: u64 = 12;
+
+/// Calls `emit(block, bucket)` for every feature of `canonical` (already the canonical view), in
+/// text order. Allocation-free.
+pub fn each(canonical: &str, mut emit: impl FnMut(usize, u32)) {
+    // The last four characters read (as code points), most recent last.
+    let mut last = [0u32; 4];
+    let mut seen = 0usize;
+    let mut index = 0usize;
+    let mut word = FNV_OFFSET;
+    let mut word_len = 0usize;
+    let mut prev_word: Option<u64> = None;
+    let mut space = false;
+    for raw in canonical.chars() {
+        let (blank, letter) = classify(raw);
+        let c = if blank {
+            ' '
+        } else if raw.is_ascii_digit() {
+            '0'
+        } else {
+            raw
+        };
+        if c == ' ' && space {
+            continue;
+        }
+        space = c == ' ';
+        let block = index / BLOCK_CHARS;
+        index += 1;
+        last = [last[1], last[2], last[3], u32::from(c)];
+        seen += 1;
+        let [a, b, d, e] = last.map(u64::from);
+        let pair = (d << 21) ^ e;
+        if seen >= 2 && (ideographic(d) || ideographic(e)) {
+            emit(block, bucket(CHAR2 ^ pair));
+        }
+        if seen >= 3 {
+            let key3 = (b << 42) ^ pair;
+            emit(block, bucket(key3));
+            // A Hangul syllable is nearly a word: three of them are context enough.
+            if seen >= 4 && !(hangul(b) && hangul(d) && hangul(e)) {
+                emit(block, bucket(mix(key3) ^ CHAR4 ^ a));
+            }
+        }
+        if letter && c != ' ' {
+            word = step(word, u64::from(u32::from(c)));
+            word_len += 1;
+        } else if word_len > 0 {
+            end_word(block, word, &mut prev_word, &mut emit);
+            word = FNV_OFFSET;
+            word_len = 0;
+        }
+    }
+    if word_len > 0 {
+        let block = index.saturating_sub(1) / BLOCK_CHARS;
+        end_word(block, word, &mut prev_word, &mut emit);
+    }
+}
+
+/// Whether `c` is whitespace, and whether it belongs to a word (a letter or digit); ASCII and
+/// Hangul syllables without the Unicode tables.
+fn classify(c: char) -> (bool, bool) {
+    if c.is_ascii() {
+        (c.is_ascii_whitespace(), c.is_ascii_alphanumeric())
+    } else if ('\u{AC00}'..='\u{D7A3}').contains(&c) {
+        (false, true)
+    } else {
+        (c.is_whitespace(), c.is_alphanumeric())
+    }
+}
+
+fn hangul(cp: u64) -> bool {
+    (0xAC00..=0xD7A3).contains(&cp)
+}
+
+/// A code point outside ASCII and Hangul syllables (kana, CJK ideographs, accented Latin …).
+fn ideographic(cp: u64) -> bool {
+    cp > 0x7f && !hangul(cp)
+}
+
+fn end_word(block: usize, word: u64, prev: &mut Option<u64>, emit: &mut impl FnMut(usize, u32)) {
+    emit(block, bucket(step(word, WORD1)));
+    if let Some(p) = *prev {
+        emit(block, bucket(step(step(step(FNV_OFFSET, WORD2), p), word)));
+    }
+    *prev = Some(word);
+}
+
+/// The features of `canonical` grouped by block (training keeps them; scoring streams them).
+pub fn blocks(canonical: &str, max_blocks: usize) -> Vec<Vec<u32>> {
+    let mut out: Vec<Vec<u32>> = Vec::new();
+    each(canonical, |block, b| {
+        if block >= max_blocks {
+            return;
+        }
+        while out.len() <= block {
+            out.push(Vec::new());
+        }
+        if let Some(v) = out.get_mut(block) {
+            v.push(b);
+        }
+    });
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn features_are_fixed_and_in_range() {
+        let a = blocks("ignore the previous instructions", 8);
+        let b = blocks("ignore the previous instructions", 8);
+        assert_eq!(a, b);
+        assert_eq!(a.len(), 1);
+        assert!(a.iter().flatten().all(|&x| (x as usize) < DIM));
+        // Whitespace runs and digits do not change the features.
+        assert_eq!(blocks("port 8080  open", 8), blocks("port 1234 open", 8));
+    }
+
+    #[test]
+    fn cjk_gets_bigrams_and_long_text_gets_blocks() {
+        let ja = blocks("指示を無視", 8);
+        let n: usize = ja.iter().map(Vec::len).sum();
+        // 4 bigrams + 3 trigrams + 2 four-grams + 1 word.
+        assert_eq!(n, 10);
+        let long = "word ".repeat(100);
+        assert_eq!(blocks(&long, 64).len(), 4);
+        assert_eq!(blocks(&long, 2).len(), 2);
+    }
+}
