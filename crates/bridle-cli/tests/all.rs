@@ -13,6 +13,7 @@ mod suite {
     mod feedback;
     mod guard;
     mod heads;
+    mod idp;
     mod lab;
     mod links;
     mod mcp;

@@ -6,6 +6,7 @@
 mod adapters;
 mod agents;
 mod audit;
+mod auth;
 mod bounds;
 mod decisions;
 mod drift;
@@ -34,6 +35,7 @@ pub use adapters::{
     PlaceholderError, RequestBody, ToolRoute, placeholders,
 };
 pub use audit::{AuditSettings, EvidenceMode};
+pub use auth::{AuthSettings, ClaimNames};
 pub use bounds::{
     MAX_DESCRIPTION_CHARS, MAX_KEY_BYTES, MAX_LIST_ITEMS, MAX_NAME_CHARS, MAX_SENSITIVE_TERM_CHARS,
     MAX_SENSITIVE_TERMS, MAX_STRING_BYTES, MAX_TABLE_KEYS, MAX_TEXT_BYTES, problems as bound_problems,
@@ -199,6 +201,8 @@ pub struct Config {
     pub taint: TaintSettings,
     /// Whether changes need a credential that names its agent (`[identity]`).
     pub identity: IdentitySettings,
+    /// Which claims of a verified token name the principal (`[auth]`).
+    pub auth: AuthSettings,
 }
 
 /// A simulator of a system Bridle does not own, run in process.

@@ -94,7 +94,11 @@ impl Caller {
 /// (401, or 429 with `Retry-After`) drains the request body first (`limits::refuse`), so it
 /// always reaches the client.
 pub(crate) async fn authenticate(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
-    let principal = match bearer(&req).and_then(|token| state.verifier.verify(token)) {
+    let verified = match bearer(&req) {
+        Ok(token) => state.verifier.authenticate(token).await,
+        Err(e) => Err(e),
+    };
+    let principal = match verified {
         Ok(p) => p,
         Err(e) => {
             tracing::debug!(reason = %e, "request refused: unauthenticated");

@@ -1,19 +1,29 @@
 //! Authentication: a JWT bearer token becomes a [`Principal`]. HS256 with a shared secret, or
-//! RS256/ES256 verified against a PEM public key or a JWKS file (verify only: this side never
-//! holds a private key). Tenant and subject only ever come from a verified token.
+//! RS256/ES256 verified against a PEM public key, a JWKS file, a JWKS URL or an OIDC issuer's
+//! published keys ([`remote`]; verify only: this side never holds a private key). Tenant and
+//! subject only ever come from a verified token.
 //!
-//! Claims: `sub`, `tenant`, `services`, `scopes`, `exp`, `iss`, `aud`, all required; `nbf`
-//! optional, checked when present; `agent` optional: the `[[agents]]` id whose credential this
-//! is, so that every call made with it is that agent's (the request cannot name another). Anything wrong (malformed, expired, not yet valid, forged,
-//! another issuer or audience, a missing claim) is an [`AuthError`], which the API answers with
-//! 401 `unauthenticated`. `exp` and `nbf` get [`LEEWAY_SECONDS`] of clock skew.
+//! Claims (names mappable in `[auth.claims]`, see [`claims`]): `sub` and `tenant` required;
+//! `services` and `scopes` lists (absent: none); `exp`, `iss`, `aud` required; `nbf` optional,
+//! checked when present; `agent` optional: the `[[agents]]` id whose credential this is, so that
+//! every call made with it is that agent's (the request cannot name another). Anything wrong
+//! (malformed, expired, not yet valid, forged, another issuer or audience, a missing claim) is an
+//! [`AuthError`], which the API answers with 401 `unauthenticated`. `exp` and `nbf` get
+//! [`LEEWAY_SECONDS`] of clock skew.
+
+mod claims;
+pub mod remote;
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
 
 use bridle_core::Principal;
+use bridle_core::config::{AuthSettings, ClaimNames};
 use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, JwkSet};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 /// Issuer and audience when none is configured.
 pub const DEFAULT_ISSUER: &str = "bridle";
@@ -33,6 +43,11 @@ pub enum KeySource {
     PemFile(PathBuf),
     /// RS256 or ES256 with the keys of a JWKS file (`BRIDLE_JWT_JWKS`), chosen by `kid`.
     JwksFile(PathBuf),
+    /// The same, with the keys fetched from a JWKS URL (`BRIDLE_JWT_JWKS_URL`).
+    JwksUrl(String),
+    /// The same, with the keys found by OIDC discovery from an issuer URL
+    /// (`BRIDLE_JWT_OIDC_ISSUER`).
+    OidcIssuer(String),
 }
 
 impl std::fmt::Debug for KeySource {
@@ -41,6 +56,8 @@ impl std::fmt::Debug for KeySource {
             Self::Secret(_) => f.write_str("Secret(…)"),
             Self::PemFile(p) => write!(f, "PemFile({})", p.display()),
             Self::JwksFile(p) => write!(f, "JwksFile({})", p.display()),
+            Self::JwksUrl(u) => write!(f, "JwksUrl({u})"),
+            Self::OidcIssuer(u) => write!(f, "OidcIssuer({u})"),
         }
     }
 }
@@ -54,23 +71,54 @@ pub struct AuthConfig {
     pub audience: String,
     /// Verification keys.
     pub keys: KeySource,
+    /// Which claims name the principal (`[auth.claims]`).
+    pub claims: ClaimNames,
+    /// How long fetched keys are used before they are read again (`[auth] jwks_refresh_seconds`).
+    pub jwks_refresh: Duration,
 }
 
 impl AuthConfig {
-    /// HS256 with `secret`, the default issuer and audience.
-    pub fn hs256(secret: &[u8]) -> Self {
+    /// Keys from `keys`, the default issuer, audience and claim names.
+    pub fn new(keys: KeySource) -> Self {
+        let defaults = AuthSettings::default();
         Self {
             issuer: DEFAULT_ISSUER.to_owned(),
             audience: DEFAULT_AUDIENCE.to_owned(),
-            keys: KeySource::Secret(secret.to_vec()),
+            keys,
+            claims: defaults.claims,
+            jwks_refresh: defaults.jwks_refresh,
         }
     }
 
-    /// From the environment: `BRIDLE_JWT_JWKS`, `BRIDLE_JWT_PUBLIC_KEY` or `BRIDLE_JWT_SECRET`
-    /// (exactly one), with `BRIDLE_JWT_ISSUER` and `BRIDLE_JWT_AUDIENCE` (default `bridle`).
+    /// HS256 with `secret`, the default issuer and audience.
+    pub fn hs256(secret: &[u8]) -> Self {
+        Self::new(KeySource::Secret(secret.to_vec()))
+    }
+
+    /// The same, reading claims and refreshing keys as `settings` (`[auth]`) say.
+    #[must_use]
+    pub fn with_settings(mut self, settings: &AuthSettings) -> Self {
+        self.claims = settings.claims.clone();
+        self.jwks_refresh = settings.jwks_refresh;
+        self
+    }
+
+    /// From the environment: exactly one of `BRIDLE_JWT_JWKS`, `BRIDLE_JWT_JWKS_URL`,
+    /// `BRIDLE_JWT_OIDC_ISSUER`, `BRIDLE_JWT_PUBLIC_KEY` and `BRIDLE_JWT_SECRET`, with
+    /// `BRIDLE_JWT_ISSUER` (default: the OIDC issuer, else `bridle`) and `BRIDLE_JWT_AUDIENCE`
+    /// (default `bridle`).
     pub fn from_env() -> Result<Self, AuthError> {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
         let mut sources = Vec::new();
+        if let Some(u) = var("BRIDLE_JWT_JWKS_URL") {
+            remote::check_url("BRIDLE_JWT_JWKS_URL", &u)?;
+            sources.push(KeySource::JwksUrl(u));
+        }
+        let oidc = var("BRIDLE_JWT_OIDC_ISSUER");
+        if let Some(u) = &oidc {
+            remote::check_url("BRIDLE_JWT_OIDC_ISSUER", u)?;
+            sources.push(KeySource::OidcIssuer(u.clone()));
+        }
         if let Some(p) = var("BRIDLE_JWT_JWKS") {
             sources.push(KeySource::JwksFile(PathBuf::from(p)));
         }
@@ -82,20 +130,24 @@ impl AuthConfig {
         }
         if sources.len() > 1 {
             return Err(AuthError::Config(
-                "set only one of BRIDLE_JWT_SECRET, BRIDLE_JWT_PUBLIC_KEY and BRIDLE_JWT_JWKS".to_owned(),
+                "set only one of BRIDLE_JWT_SECRET, BRIDLE_JWT_PUBLIC_KEY, BRIDLE_JWT_JWKS, BRIDLE_JWT_JWKS_URL and \
+                 BRIDLE_JWT_OIDC_ISSUER"
+                    .to_owned(),
             ));
         }
         let keys = sources.pop().ok_or_else(|| AuthError::Config(NO_KEYS.to_owned()))?;
+        let issuer = var("BRIDLE_JWT_ISSUER").or(oidc).unwrap_or_else(|| DEFAULT_ISSUER.to_owned());
         Ok(Self {
-            issuer: var("BRIDLE_JWT_ISSUER").unwrap_or_else(|| DEFAULT_ISSUER.to_owned()),
+            issuer,
             audience: var("BRIDLE_JWT_AUDIENCE").unwrap_or_else(|| DEFAULT_AUDIENCE.to_owned()),
-            keys,
+            ..Self::new(keys)
         })
     }
 }
 
 const NO_KEYS: &str = "no token key configured: set BRIDLE_JWT_SECRET (at least 32 bytes, e.g. \
-`export BRIDLE_JWT_SECRET=$(openssl rand -hex 32)`), or BRIDLE_JWT_PUBLIC_KEY / BRIDLE_JWT_JWKS to a file";
+`export BRIDLE_JWT_SECRET=$(openssl rand -hex 32)`), BRIDLE_JWT_PUBLIC_KEY / BRIDLE_JWT_JWKS to a file, or \
+BRIDLE_JWT_JWKS_URL / BRIDLE_JWT_OIDC_ISSUER to your identity provider";
 
 /// Why a token was refused, or why keys could not be loaded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -114,7 +166,8 @@ pub enum AuthError {
     Config(String),
 }
 
-/// The claims of a Bridle token.
+/// The claims of a token Bridle issues (`bridle token`; verification reads any claims through
+/// `[auth.claims]`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Claims {
     /// Subject.
@@ -136,30 +189,6 @@ pub struct Claims {
     pub agent: Option<String>,
 }
 
-impl Claims {
-    fn principal(self) -> Result<Principal, AuthError> {
-        if self.sub.trim().is_empty() || self.tenant.trim().is_empty() {
-            return Err(AuthError::Invalid("`sub` and `tenant` must not be empty".to_owned()));
-        }
-        let principal = Principal {
-            subject: self.sub,
-            tenant: self.tenant,
-            services: self.services.into_iter().collect(),
-            scopes: self.scopes.into_iter().collect(),
-            agent: self.agent,
-        };
-        bounded_claims(&principal)?;
-        Ok(principal)
-    }
-}
-
-/// The claims within `bridle_core::bounds::check_principal` (`sub` ≤ 256 characters, `tenant` an
-/// id ≤ 64, at most 256 `services` and `scopes` of ≤ 128 characters, no NUL or control
-/// character), else the token is refused: an identity that no store can keep never gets in.
-fn bounded_claims(principal: &Principal) -> Result<(), AuthError> {
-    bridle_core::bounds::check_principal(principal).map_err(|e| AuthError::Invalid(format!("claim {e}")))
-}
-
 /// One verification key and the algorithm it accepts.
 struct Key {
     kid: Option<String>,
@@ -171,18 +200,23 @@ struct Key {
 pub struct Verifier {
     issuer: String,
     audience: String,
-    keys: Vec<Key>,
+    claims: ClaimNames,
+    keys: RwLock<Arc<[Key]>>,
+    remote: Option<remote::Remote>,
 }
 
 impl std::fmt::Debug for Verifier {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Verifier").field("issuer", &self.issuer).field("keys", &self.keys.len()).finish()
+        f.debug_struct("Verifier").field("issuer", &self.issuer).field("keys", &self.keys().len()).finish()
     }
 }
 
 impl Verifier {
-    /// Loads the keys of `config` (reads the PEM or JWKS file).
+    /// Loads the keys of `config` (reads the PEM or JWKS file). Keys of a JWKS URL or an OIDC
+    /// issuer are read by [`Verifier::refresh`] (which `bridle serve` calls before it listens), or
+    /// by the first [`Verifier::authenticate`].
     pub fn new(config: &AuthConfig) -> Result<Self, AuthError> {
+        let mut remote = None;
         let keys = match &config.keys {
             KeySource::Secret(secret) => {
                 check_secret(secret)?;
@@ -190,31 +224,92 @@ impl Verifier {
                 vec![Key { kid: None, algorithm: Algorithm::HS256, key }]
             }
             KeySource::PemFile(path) => vec![pem_key(&read(path)?, path)?],
-            KeySource::JwksFile(path) => jwks_keys(&read(path)?, path)?,
+            KeySource::JwksFile(path) => jwks_keys(&read(path)?, &path.display().to_string())?,
+            KeySource::JwksUrl(url) => {
+                remote = Some(remote::Remote::new(remote::Origin::Jwks(url.clone()), config.jwks_refresh)?);
+                Vec::new()
+            }
+            KeySource::OidcIssuer(url) => {
+                remote = Some(remote::Remote::new(remote::Origin::Oidc(url.clone()), config.jwks_refresh)?);
+                Vec::new()
+            }
         };
-        Ok(Self { issuer: config.issuer.clone(), audience: config.audience.clone(), keys })
+        Ok(Self {
+            issuer: config.issuer.clone(),
+            audience: config.audience.clone(),
+            claims: config.claims.clone(),
+            keys: RwLock::new(keys.into()),
+            remote,
+        })
     }
 
-    /// The principal of a valid token.
+    /// Reads the keys of a JWKS URL or an OIDC issuer now, and answers how many are held (keys
+    /// from a secret or a file: those, unchanged). An error leaves the keys held as they were.
+    pub async fn refresh(&self) -> Result<usize, AuthError> {
+        if let Some(remote) = &self.remote
+            && let Some(keys) = remote.read(remote::Why::Now).await?
+        {
+            *self.keys.write().unwrap_or_else(PoisonError::into_inner) = keys.into();
+        }
+        Ok(self.keys().len())
+    }
+
+    /// The principal of a valid token, reading an identity provider's keys again when they are
+    /// older than the refresh interval or the token names a `kid` they do not hold (see
+    /// [`remote`]); with keys from a secret or a file, the same as [`Verifier::verify`].
+    pub async fn authenticate(&self, token: &str) -> Result<Principal, AuthError> {
+        let Some(remote) = &self.remote else { return self.verify(token) };
+        if remote.stale() {
+            self.reload(remote, remote::Why::Stale).await;
+        }
+        let first = self.verify(token);
+        if first.is_ok() || !self.names_unknown_kid(token) {
+            return first;
+        }
+        self.reload(remote, remote::Why::UnknownKid).await;
+        self.verify(token)
+    }
+
+    /// One read of the provider as `why` allows, installing what it gives; a failure is logged
+    /// and keeps the keys held.
+    async fn reload(&self, remote: &remote::Remote, why: remote::Why) {
+        match remote.read(why).await {
+            Ok(Some(keys)) => *self.keys.write().unwrap_or_else(PoisonError::into_inner) = keys.into(),
+            Ok(None) => {}
+            Err(e) => tracing::warn!(error = %e, "token keys not refreshed; the keys held stay in use"),
+        }
+    }
+
+    /// Whether `token` names a `kid` that no key held has.
+    fn names_unknown_kid(&self, token: &str) -> bool {
+        let Ok(header) = jsonwebtoken::decode_header(token) else { return false };
+        header.kid.is_some_and(|kid| !self.keys().iter().any(|k| k.kid.as_deref() == Some(kid.as_str())))
+    }
+
+    fn keys(&self) -> Arc<[Key]> {
+        self.keys.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// The principal of a valid token, with the keys held now.
     pub fn verify(&self, token: &str) -> Result<Principal, AuthError> {
         let header = jsonwebtoken::decode_header(token).map_err(|e| AuthError::Invalid(reason(&e)))?;
         // A key of the token's algorithm; a `kid` must match a key that names one. A key
         // without a `kid` (secret, PEM) takes any; a token without one tries each candidate.
-        let candidates = self
-            .keys
+        let keys = self.keys();
+        let candidates = keys
             .iter()
             .filter(|k| k.algorithm == header.alg && (k.kid.is_none() || header.kid.is_none() || k.kid == header.kid));
         let mut refused = AuthError::Invalid("no key for this token's algorithm or key id".to_owned());
         for key in candidates {
             let mut validation = Validation::new(key.algorithm);
-            validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+            validation.set_required_spec_claims(&["exp", "iss", "aud"]);
             validation.set_issuer(&[&self.issuer]);
             validation.set_audience(&[&self.audience]);
             validation.leeway = LEEWAY_SECONDS;
             // An `nbf` more than the leeway ahead is refused; a token without one is valid now.
             validation.validate_nbf = true;
-            match jsonwebtoken::decode::<Claims>(token, &key.key, &validation) {
-                Ok(data) => return data.claims.principal(),
+            match jsonwebtoken::decode::<Map<String, Value>>(token, &key.key, &validation) {
+                Ok(data) => return claims::principal(&data.claims, &self.claims),
                 Err(e) => refused = AuthError::Invalid(reason(&e)),
             }
         }
@@ -298,10 +393,11 @@ fn pem_key(pem: &[u8], path: &Path) -> Result<Key, AuthError> {
     Err(AuthError::Config(format!("`{}` holds no RSA or EC public key in PEM", path.display())))
 }
 
-/// The RS256 and ES256 keys of a JWKS document; other keys are skipped, none usable is an error.
-fn jwks_keys(text: &[u8], path: &Path) -> Result<Vec<Key>, AuthError> {
+/// The RS256 and ES256 keys of a JWKS document read from `source`; other keys are skipped, none
+/// usable is an error.
+fn jwks_keys(text: &[u8], source: &str) -> Result<Vec<Key>, AuthError> {
     let set: JwkSet = serde_json::from_slice(text)
-        .map_err(|e| AuthError::Config(format!("`{}` is not a JWKS document: {e}", path.display())))?;
+        .map_err(|e| AuthError::Config(format!("`{source}` is not a JWKS document: {e}")))?;
     let mut keys = Vec::new();
     for jwk in &set.keys {
         let algorithm = match &jwk.algorithm {
@@ -309,11 +405,11 @@ fn jwks_keys(text: &[u8], path: &Path) -> Result<Vec<Key>, AuthError> {
             AlgorithmParameters::EllipticCurve(ec) if ec.curve == EllipticCurve::P256 => Algorithm::ES256,
             _ => continue,
         };
-        let key = DecodingKey::from_jwk(jwk).map_err(|e| AuthError::Config(format!("`{}`: {e}", path.display())))?;
+        let key = DecodingKey::from_jwk(jwk).map_err(|e| AuthError::Config(format!("`{source}`: {e}")))?;
         keys.push(Key { kid: jwk.common.key_id.clone(), algorithm, key });
     }
     if keys.is_empty() {
-        return Err(AuthError::Config(format!("`{}` holds no RS256 or ES256 key", path.display())));
+        return Err(AuthError::Config(format!("`{source}` holds no RS256 or ES256 key")));
     }
     Ok(keys)
 }
@@ -330,7 +426,7 @@ fn reason(e: &jsonwebtoken::errors::Error) -> String {
         K::InvalidAudience => "wrong audience".to_owned(),
         K::MissingRequiredClaim(c) => format!("missing claim `{c}`"),
         K::InvalidAlgorithm => "algorithm not accepted".to_owned(),
-        K::Json(_) => "claims missing or mistyped (`sub`, `tenant`, `services`, `scopes` are required)".to_owned(),
+        K::Json(_) => "the claims are not a JSON object".to_owned(),
         _ => "malformed token".to_owned(),
     }
 }

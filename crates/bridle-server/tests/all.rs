@@ -14,6 +14,7 @@ mod suite {
     mod edges_tcp;
     mod fab_runs;
     mod feedback;
+    mod idp;
     mod keys;
     mod kill;
     mod lab;

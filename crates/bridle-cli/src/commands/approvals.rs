@@ -134,8 +134,11 @@ impl Desk<'_> {
                          token issue`); `--as P` only on a sqlite:// or memory store"
                     );
                 };
-                let auth = bridle_server::auth::AuthConfig::from_env().context("cannot verify tokens")?;
+                let auth = bridle_server::auth::AuthConfig::from_env()
+                    .context("cannot verify tokens")?
+                    .with_settings(&config.auth);
                 let verifier = bridle_server::auth::Verifier::new(&auth).context("cannot verify tokens")?;
+                verifier.refresh().await.context("cannot read the token keys")?;
                 match verifier.verify(token.trim()) {
                     Ok(principal) => (principal, OperatorAuth::Token),
                     Err(e) => return Ok(Err(Refusal { code: "unauthenticated", message: e.to_string() })),

@@ -22,9 +22,11 @@ pub async fn stdio(config: Option<&Path>, db: Option<&str>, token: Option<&str>)
     };
     // Logs (this command's and rmcp's) go to stderr: stdout is the protocol channel.
     super::observability::init_logging(false);
-    let auth = AuthConfig::from_env().context("cannot verify tokens")?;
-    let principal = Verifier::new(&auth)?.verify(token.trim()).context("the token was refused")?;
     let config = Arc::new(super::config(config)?);
+    let auth = AuthConfig::from_env().context("cannot verify tokens")?.with_settings(&config.auth);
+    let verifier = Verifier::new(&auth)?;
+    verifier.refresh().await.context("cannot read the token keys")?;
+    let principal = verifier.verify(token.trim()).context("the token was refused")?;
     let mut builder = RuntimeBuilder::new(config).tools(super::tools());
     if let Some(db) = db {
         builder = builder.store_url(db);

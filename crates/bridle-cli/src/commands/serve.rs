@@ -11,7 +11,7 @@ use bridle_runtime::drift::{DriftHook, SnapshotHook, WebhookHook, watch};
 use bridle_runtime::feedback::hooks as feedback_hooks;
 use bridle_runtime::runs::Runs;
 use bridle_runtime::runtime::RuntimeBuilder;
-use bridle_server::auth::AuthConfig;
+use bridle_server::auth::{AuthConfig, KeySource};
 use bridle_server::limits::Limits;
 use bridle_server::serve::{DEFAULT_LISTEN, serve, shutdown_signal};
 use bridle_server::{AppState, router};
@@ -56,8 +56,8 @@ pub async fn run(
     listen: Option<&str>,
     log_json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let auth = AuthConfig::from_env().context("cannot verify tokens")?;
     let config = Arc::new(super::config(config)?);
+    let auth = AuthConfig::from_env().context("cannot verify tokens")?.with_settings(&config.auth);
     let telemetry = super::observability::init_telemetry(log_json, config.server.otlp_endpoint.as_deref())?;
     let env_listen = std::env::var("BRIDLE_LISTEN").ok().filter(|v| !v.is_empty());
     let addr = listen
@@ -90,6 +90,9 @@ pub async fn run(
     )?)
     .with_runs(Arc::new(Runs::new(runtime.clone(), bridle_apps::pipelines::registry())))
     .with_loop_hooks(loop_hooks);
+    // Keys published by an identity provider are read before the first request, so a wrong URL
+    // stops the start instead of refusing every token.
+    let keys = state.verifier.refresh().await.context("cannot read the token keys")?;
     let drift_watch = drift_watch(&runtime, secret)?;
     super::mcp::settings_for(&mut state.mcp, local, console);
     let mcp_stop = state.mcp.cancel.clone();
@@ -102,6 +105,13 @@ pub async fn run(
          --scopes service:read,service:scale --ttl 1h   (same BRIDLE_JWT_SECRET)",
     )?;
     out::line(&format!("  MCP (Streamable HTTP, same bearer token): http://{local}/mcp   stdio: bridle mcp --stdio"))?;
+    if matches!(auth.keys, KeySource::JwksUrl(_) | KeySource::OidcIssuer(_)) {
+        out::line(&format!(
+            "  token keys: {keys} from {:?}, read again every {} s or on an unknown kid",
+            auth.keys,
+            auth.jwks_refresh.as_secs()
+        ))?;
+    }
     match runtime.stores.anchoring.source() {
         Ok(source) => out::line(&format!(
             "  audit heads: signed into `{}` (every {} events, every {} s, at shutdown)",

@@ -20,6 +20,8 @@ fn bridle(args: &[&str], cwd: &Path, secret: Option<&str>) -> Command {
         "BRIDLE_JWT_SECRET",
         "BRIDLE_JWT_PUBLIC_KEY",
         "BRIDLE_JWT_JWKS",
+        "BRIDLE_JWT_JWKS_URL",
+        "BRIDLE_JWT_OIDC_ISSUER",
         "BRIDLE_JWT_ISSUER",
         "BRIDLE_JWT_AUDIENCE",
     ] {

@@ -60,6 +60,8 @@ pub(super) struct RawConfig {
     pub taint: super::runs::RawTaint,
     #[serde(default)]
     pub identity: super::runs::RawIdentity,
+    #[serde(default)]
+    pub auth: super::auth::RawAuth,
 }
 
 /// `[guard]`: channel limits and sensitive terms; every field optional.

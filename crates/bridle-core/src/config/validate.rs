@@ -141,6 +141,7 @@ pub fn load(text: &str, files: &dyn Files) -> Result<Config, ConfigErrors> {
     let limits = super::runs::limit_settings(&raw.limits, &agents, &mut errors);
     let taint = super::runs::taint_settings(&raw.taint, &mut errors);
     let identity = super::runs::identity_settings(&raw.identity);
+    let auth = super::auth::auth_settings(&raw.auth, &mut errors);
     let policy = load_policy(&raw.policy, &registry, files, &mut errors);
 
     match policy {
@@ -172,6 +173,7 @@ pub fn load(text: &str, files: &dyn Files) -> Result<Config, ConfigErrors> {
             limits,
             taint,
             identity,
+            auth,
         }),
         _ => Err(ConfigErrors(errors.0)),
     }

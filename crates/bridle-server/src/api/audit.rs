@@ -32,11 +32,11 @@ pub struct AuditQuery {
     /// Page size, 1 to 1000 (default 100).
     #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
-    /// Only events at or after this time (RFC 3339, or YYYY-MM-DD for UTC midnight).
-    #[param(example = "2026-12-01T00:00:00Z")]
+    /// Only events at or after this time (RFC 3339; YYYY-MM-DD, UTC midnight, is also read).
+    #[param(format = DateTime, example = "2026-12-01T00:00:00Z")]
     pub since: Option<String>,
-    /// Only events before this time (RFC 3339, or YYYY-MM-DD).
-    #[param(example = "2026-12-02")]
+    /// Only events before this time (RFC 3339; YYYY-MM-DD is also read).
+    #[param(format = DateTime, example = "2026-12-02T00:00:00Z")]
     pub until: Option<String>,
 }
 

@@ -33,7 +33,7 @@ fn sign(alg: Algorithm, kid: Option<&str>) -> String {
 }
 
 fn verifier(keys: KeySource) -> Verifier {
-    Verifier::new(&AuthConfig { issuer: "bridle".into(), audience: "bridle".into(), keys }).unwrap()
+    Verifier::new(&AuthConfig::new(keys)).unwrap()
 }
 
 #[test]
@@ -77,7 +77,7 @@ fn jwks_keys_are_chosen_by_kid() {
 
 #[test]
 fn unusable_key_files_fail_at_start_up() {
-    let config = |keys| AuthConfig { issuer: "bridle".into(), audience: "bridle".into(), keys };
+    let config = AuthConfig::new;
     let missing = Verifier::new(&config(KeySource::PemFile(data("nothing.pem"))));
     assert!(matches!(missing, Err(AuthError::Config(m)) if m.contains("cannot read")));
     let not_a_key = Verifier::new(&config(KeySource::PemFile(data("README.md"))));
