@@ -2,7 +2,9 @@
 # End-to-end suite with real clients (kept apart from `cargo test`, which needs no Python or Node).
 # Creates its virtualenv when missing (packages from PyPI, pinned in requirements.txt), builds
 # the `bridle` binary (debug; reuses CARGO_TARGET_DIR when set) and runs every suite under
-# tests/e2e/ (and installs ./clients/python into the virtualenv for tests/e2e/python_client/).
+# tests/e2e/ (and installs ./clients/python into the virtualenv for tests/e2e/python_client/),
+# and deploy/smoke.sh (two replicas on PostgreSQL; needs BRIDLE_TEST_POSTGRES_URL, skipped
+# without it unless CI=true).
 # Exits non-zero when anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -33,6 +35,16 @@ echo "== e2e: build bridle"
 cargo build -q -p bridle-cli
 target="${CARGO_TARGET_DIR:-target}"
 binary="$(cd "$target/debug" && pwd)/bridle"
+
+echo "== e2e: deployment (deploy/smoke.sh: two bridle serve replicas on one fresh PostgreSQL schema)"
+if [ -n "${BRIDLE_TEST_POSTGRES_URL:-}" ]; then
+  bash deploy/smoke.sh "$binary"
+elif [ "${CI:-}" = true ]; then
+  echo "BRIDLE_TEST_POSTGRES_URL is unset but CI=true: the deployment smoke test must run in CI"
+  exit 1
+else
+  echo "skipped: BRIDLE_TEST_POSTGRES_URL is unset, so the deployment smoke test does not run"
+fi
 
 echo "== e2e: MCP (Python mcp SDK, stdio and Streamable HTTP)"
 "$venv/bin/python" tests/e2e/mcp/test_mcp.py "$binary"

@@ -38,7 +38,7 @@ pub struct Global {
     /// Configuration file (default: the bundled checkout example).
     #[arg(long, global = true, env = "BRIDLE_CONFIG")]
     pub config: Option<PathBuf>,
-    /// Store URL: `sqlite://PATH`, `sqlite::memory:` or `memory` (overrides the config's store).
+    /// Store URL: `sqlite://PATH`, `sqlite::memory:`, `memory` or `postgres://…` (overrides the config's store).
     #[arg(long = "db", global = true, env = "BRIDLE_STORE_URL")]
     pub db: Option<String>,
     /// Print JSON instead of text.

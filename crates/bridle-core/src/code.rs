@@ -203,6 +203,10 @@ codes! {
     /// The definition of an upstream MCP tool the gateway fronts is not the pinned one (a new
     /// description or schema since review); nothing was sent.
     UpstreamChanged => "upstream_changed",
+    // server readiness (`GET /readyz`)
+    /// The store did not answer a readiness probe (unreachable, or its schema is gone): this
+    /// replica should not be sent traffic until it does. A 503 of `/readyz`, never a verdict.
+    StoreUnavailable => "store_unavailable",
 }
 
 impl std::fmt::Display for Code {

@@ -383,6 +383,15 @@ pub trait ActionHistory: Send + Sync {
     ) -> StoreResult<Vec<ActionRecord>>;
 }
 
+/// Whether the store can serve requests: the readiness probe behind `GET /readyz`.
+#[async_trait]
+pub trait StoreHealth: Send + Sync {
+    /// Runs one cheap read that needs the store's schema, not only a connection (a database
+    /// that answers but whose tables are gone is not ready). An error means this process
+    /// should not be sent traffic; it is never a verdict on a call.
+    async fn ping(&self) -> StoreResult<()>;
+}
+
 /// Decision records (one per LLM call).
 #[async_trait]
 pub trait DecisionLog: Send + Sync {

@@ -18,7 +18,7 @@ use bridle_core::feedback::FeedbackStore;
 use bridle_core::models::ModelRegistry;
 use bridle_core::ports::{
     ActionHistory, ActionLedger, ApprovalLedger, AuditLog, BudgetStore, DecisionLog, JobStore, KillSwitches, RunFlags,
-    RunLedger, StoreError,
+    RunLedger, StoreError, StoreHealth,
 };
 
 pub use memory::MemoryStore;
@@ -52,6 +52,8 @@ pub struct Stores {
     pub kills: Arc<dyn KillSwitches>,
     /// Executed actions and their outcomes.
     pub history: Arc<dyn ActionHistory>,
+    /// Whether the backend answers (the readiness probe, `GET /readyz`).
+    pub health: Arc<dyn StoreHealth>,
     /// The URL it was opened from (`memory` for the in-memory store), without any password.
     pub url: String,
     /// How the chains' lengths are anchored: a head keeper signing heads, or why not.
@@ -103,6 +105,7 @@ impl Stores {
             + ModelRegistry
             + KillSwitches
             + ActionHistory
+            + StoreHealth
             + 'static,
     {
         Self {
@@ -117,7 +120,8 @@ impl Stores {
             feedback: backend.clone(),
             models: backend.clone(),
             kills: backend.clone(),
-            history: backend,
+            history: backend.clone(),
+            health: backend,
             url: url.to_owned(),
             anchoring: Anchoring::Unanchored(crate::audit::Unanchored::NoKey),
             metadata_only: false,

@@ -15,6 +15,8 @@ pub mod serve;
 use std::sync::Arc;
 
 use axum::extract::DefaultBodyLimit;
+use axum::extract::State;
+use axum::http::StatusCode;
 use axum::routing::get;
 use axum::{Json, Router, middleware};
 use bridle_runtime::Engine;
@@ -26,6 +28,7 @@ use bridle_runtime::runs;
 use serde_json::{Value, json};
 
 use crate::auth::{AuthConfig, AuthError, Verifier};
+use crate::error::ApiError;
 use crate::limits::{Limits, RateLimiter};
 
 /// Why the server could not be assembled.
@@ -116,8 +119,8 @@ impl AppState {
     }
 }
 
-/// The router served by `bridle serve`: `/healthz`, `/openapi.json` and the console's static
-/// files (`/`, `/console/*`) without a token, the
+/// The router served by `bridle serve`: `/healthz`, `/readyz`, `/openapi.json` and the console's
+/// static files (`/`, `/console/*`) without a token, the
 /// `/v1` API with one; every error answer in the one error shape (`error::one_shape`), outside
 /// the JSON-RPC replies of `/mcp`. Layers, outermost first: observation, the request-head limits,
 /// the error shape, the body limit, the timeout.
@@ -125,6 +128,7 @@ pub fn router(state: AppState) -> Router {
     let limits = state.limits;
     Router::new()
         .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
         .route("/openapi.json", get(openapi::openapi_json))
         .merge(console::routes())
         .merge(api::routes(&state))
@@ -143,11 +147,41 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Liveness (no token needed).
+/// Liveness (no token needed): the process is up and serving; it asks no store, so a store
+/// outage never gets a replica restarted (that is [`readyz`]'s to report).
 #[utoipa::path(
     get, path = "/healthz", operation_id = "health", tag = "meta",
     responses((status = 200, description = "`{\"status\": \"ok\", \"version\"}`", body = openapi::Health))
 )]
 pub async fn healthz() -> Json<Value> {
     Json(json!({"status": "ok", "version": env!("CARGO_PKG_VERSION")}))
+}
+
+/// How long `/readyz` waits for the store before calling it unavailable (below the usual
+/// load-balancer check timeout, and below the PostgreSQL pool's own acquire timeout).
+pub const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Readiness (no token needed): 200 while the store answers one cheap read that needs its
+/// schema ([`bridle_core::ports::StoreHealth::ping`]), else 503 `store_unavailable`; a load
+/// balancer sends traffic only to ready replicas. The cause is logged, never sent (a driver's
+/// text may name a host or user).
+#[utoipa::path(
+    get, path = "/readyz", operation_id = "readiness", tag = "meta",
+    responses(
+        (status = 200, description = "`{\"status\": \"ready\"}`: the store answered", body = openapi::Ready),
+        (status = 503, description = "the store did not answer within 2 s, or its schema is gone (`store_unavailable`)", body = openapi::ErrorBody),
+    )
+)]
+pub async fn readyz(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+    let cause = match tokio::time::timeout(READY_TIMEOUT, state.gate.stores().health.ping()).await {
+        Ok(Ok(())) => return Ok(Json(json!({"status": "ready"}))),
+        Ok(Err(e)) => e.to_string(),
+        Err(_) => format!("no answer within {} ms", READY_TIMEOUT.as_millis()),
+    };
+    tracing::warn!(error = %cause, "not ready: the store did not answer");
+    Err(ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        bridle_core::Code::StoreUnavailable,
+        "the store did not answer; this replica should not be sent traffic",
+    ))
 }

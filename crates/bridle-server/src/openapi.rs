@@ -22,7 +22,7 @@ pub struct ErrorBody {
 
 /// `code` is a stable snake_case name (`unauthenticated`, `forbidden`, `not_found`,
 /// `payload_too_large`, `json_too_deep`, `rate_limited`, `bad_request`, `request_timeout`,
-/// `internal_error`, or an approvals-desk code such as `approver_denied`).
+/// `internal_error`, `store_unavailable`, or an approvals-desk code such as `approver_denied`).
 #[derive(Debug, ToSchema)]
 pub struct ErrorDetail {
     /// Stable code.
@@ -38,6 +38,13 @@ pub struct Health {
     pub status: String,
     /// The server's version.
     pub version: String,
+}
+
+/// `GET /readyz` when the store answered.
+#[derive(Debug, ToSchema)]
+pub struct Ready {
+    /// Always `ready`.
+    pub status: String,
 }
 
 /// `GET /v1/tools`.
@@ -324,6 +331,7 @@ impl Modify for FeedbackBodyChoice {
     ),
     paths(
         crate::healthz,
+        crate::readyz,
         openapi_json,
         api::tools::list,
         api::calls::call,
@@ -352,7 +360,7 @@ impl Modify for FeedbackBodyChoice {
         api::kill::list,
         crate::observe::render,
     ),
-    components(schemas(ErrorBody, ErrorDetail, Health, ToolList, ApprovalList, ApprovalAnswer, ApprovalShown, FieldChange, AuditPage, ScanAnswer, api::calls::CallBody, api::approvals::RejectBody,
+    components(schemas(ErrorBody, ErrorDetail, Health, Ready, ToolList, ApprovalList, ApprovalAnswer, ApprovalShown, FieldChange, AuditPage, ScanAnswer, api::calls::CallBody, api::approvals::RejectBody,
         api::guard::ScanBody, api::guard::ScanChannel, api::check::CheckBody,
         api::lab::LoopBody, api::lab::PlanBody, api::lab::JudgeBody, api::lab::PromptBody,
         api::lab::LabGoal, api::lab::LabLang, api::lab::PromptLab, api::lab::StepCount,

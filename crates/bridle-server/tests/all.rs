@@ -23,6 +23,7 @@ mod suite {
     mod mcp_stateless;
     mod metrics;
     mod openapi;
+    mod readyz;
     mod regression;
     mod routes;
     mod runs;

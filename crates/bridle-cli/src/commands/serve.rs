@@ -98,7 +98,8 @@ pub async fn run(
     let mcp_stop = state.mcp.cancel.clone();
     out::line(&format!("bridle serving on http://{local} (store `{}`)", runtime.stores.url))?;
     out::line(&format!(
-        "  API: http://{local}/v1/...   OpenAPI: http://{local}/openapi.json   health: http://{local}/healthz"
+        "  API: http://{local}/v1/...   OpenAPI: http://{local}/openapi.json   health: http://{local}/healthz   \
+         ready: http://{local}/readyz"
     ))?;
     out::line(
         "  token: bridle token issue --subject requester-1 --tenant tenant-a --services checkout \

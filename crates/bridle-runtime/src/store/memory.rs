@@ -17,7 +17,7 @@ use bridle_core::models::{ModelEntry, ModelRegistry, Stage};
 use bridle_core::plan::PlanHash;
 use bridle_core::ports::{
     ActionLedger, ApprovalLedger, Audit, AuditLog, BudgetKind, BudgetStore, Consume, Created, Debit, DecisionLog,
-    JobStore, Reserved, StoreError, StoreResult,
+    JobStore, Reserved, StoreError, StoreHealth, StoreResult,
 };
 use serde_json::Value;
 use time::OffsetDateTime;
@@ -407,6 +407,14 @@ impl AuditLog for MemoryStore {
                 })
             })
             .collect())
+    }
+}
+
+/// Ready while its one lock is usable (a panic while holding it poisons it for good).
+#[async_trait]
+impl StoreHealth for MemoryStore {
+    async fn ping(&self) -> StoreResult<()> {
+        self.lock().map(|_| ())
     }
 }
 

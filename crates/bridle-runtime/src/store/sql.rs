@@ -22,6 +22,7 @@ mod budgets;
 mod decisions;
 mod feedback;
 mod governance;
+mod health;
 mod jobs;
 mod runs;
 

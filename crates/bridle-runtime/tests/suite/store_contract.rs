@@ -129,6 +129,7 @@ contract!(
     thirty_two_identical_calls_share_one_pending_request_and_one_webhook,
     keyed_retries_during_and_after_a_job_get_in_progress_then_the_result,
     racing_keyed_calls_never_get_approval_replayed,
+    a_migrated_store_is_ready_before_and_after_writes,
 );
 
 mod bounds;
@@ -663,6 +664,16 @@ fn decision(id: &str, tenant: &str, at: OffsetDateTime) -> DecisionRecord {
         tool_schema_hash: Some("tools-1".into()),
         policy_version: None,
     }
+}
+
+/// The readiness probe (`GET /readyz`) answers on a store just opened (schema migrated, nothing
+/// written) and on one holding events.
+async fn a_migrated_store_is_ready_before_and_after_writes(s: Stores) -> anyhow::Result<()> {
+    s.health.ping().await.context("fresh store")?;
+    s.audit.append(vec![record("t1", 1), record("t1", 2)]).await?;
+    s.health.ping().await.context("after appends")?;
+    ensure!(s.audit.events("t1", 0, 10).await?.len() == 2);
+    Ok(())
 }
 
 async fn decision_log_records_newest_first(s: Stores) -> anyhow::Result<()> {

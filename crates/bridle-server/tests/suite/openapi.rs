@@ -14,6 +14,7 @@ async fn the_document_lists_every_route() {
     let paths = doc["paths"].as_object().unwrap();
     for (path, method) in [
         ("/healthz", "get"),
+        ("/readyz", "get"),
         ("/openapi.json", "get"),
         ("/v1/tools", "get"),
         ("/v1/calls", "post"),
@@ -47,7 +48,7 @@ async fn the_document_lists_every_route() {
     ] {
         assert!(paths.get(path).and_then(|p| p.get(method)).is_some(), "{method} {path} missing");
     }
-    assert_eq!(paths.len(), 29, "no undocumented extras: {:?}", paths.keys().collect::<Vec<_>>());
+    assert_eq!(paths.len(), 30, "no undocumented extras: {:?}", paths.keys().collect::<Vec<_>>());
     assert_eq!(doc["components"]["securitySchemes"]["bearer"]["scheme"], "bearer");
     let calls = doc["paths"]["/v1/calls"]["post"]["responses"]["200"]["description"].as_str().unwrap();
     assert!(calls.contains("200 responses carrying the verdict"), "{calls}");
