@@ -132,6 +132,9 @@ pub trait ApprovalLedger: Send + Sync {
     ) -> StoreResult<()>;
     /// Pending, unexpired requests of a tenant, oldest first.
     async fn list_pending(&self, tenant: &str, now: OffsetDateTime) -> StoreResult<Vec<ApprovalRequest>>;
+    /// How many pending, unexpired requests each tenant has (tenants with none left out), by
+    /// tenant: the pending-approvals gauge, the same on every replica.
+    async fn count_pending(&self, now: OffsetDateTime) -> StoreResult<Vec<(String, u64)>>;
 }
 
 /// Approval consumption requested together with a job reservation.

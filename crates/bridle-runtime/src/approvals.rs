@@ -209,6 +209,9 @@ impl ApprovalDesk {
             match self.stores.approvals.add_grant(&updated.tenant, id, expected, &grant, granted, audit).await {
                 Ok(()) => {
                     metrics::counter!("bridle_approvals_granted_total").increment(1);
+                    if granted {
+                        record_wait(&updated, "granted", self.clock.now());
+                    }
                     return Ok(updated);
                 }
                 Err(StoreError::Contention(_)) => continue,
@@ -276,6 +279,7 @@ impl ApprovalDesk {
             Err(e) => return Err(e.into()),
         }
         metrics::counter!("bridle_approvals_rejected_total").increment(1);
+        record_wait(&updated, "rejected", self.clock.now());
         Ok(updated)
     }
 
@@ -309,6 +313,12 @@ impl ApprovalDesk {
     /// Pending requests of the caller's tenant.
     pub async fn pending_approvals(&self, caller: &Principal) -> Result<Vec<ApprovalRequest>, ApprovalError> {
         Ok(self.stores.approvals.list_pending(&caller.tenant, self.clock.now()).await?)
+    }
+
+    /// Pending, unexpired requests per tenant across the store (the pending-approvals gauge;
+    /// `/metrics` is for a `metrics:read` token, not a tenant's operator).
+    pub async fn pending_counts(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        self.stores.approvals.count_pending(self.clock.now()).await
     }
 
     /// Request `id` of the caller's tenant. A miss (an unknown id, or another tenant's: the two
@@ -398,4 +408,11 @@ fn service_of(desk: &ApprovalDesk, r: &ApprovalRequest) -> Option<String> {
     let tool = desk.config.registry.get(&r.plan.tool)?;
     let (kind, name) = tool.resource_of(&r.tenant, &r.plan.arguments);
     (kind == "service").then_some(name)
+}
+
+/// Records how long `request` waited for its human decision (`outcome`: `granted` when its last
+/// needed grant came, or `rejected`) in `bridle_approval_wait_seconds{outcome}`.
+fn record_wait(request: &ApprovalRequest, outcome: &'static str, now: OffsetDateTime) {
+    let waited = (now - request.created_at).as_seconds_f64().max(0.0);
+    metrics::histogram!("bridle_approval_wait_seconds", "outcome" => outcome).record(waited);
 }

@@ -100,6 +100,7 @@ impl AppState {
     /// Serves `handle` at `/metrics` (see [`observe::install_recorder`]).
     #[must_use]
     pub fn with_metrics(mut self, handle: metrics_exporter_prometheus::PrometheusHandle) -> Self {
+        observe::init_series(self.gate.config().registry.iter().map(|t| t.name.as_str()));
         self.metrics = Some(handle);
         self
     }

@@ -219,6 +219,15 @@ impl ApprovalLedger for MemoryStore {
         out.sort_by_key(|r| r.created_at);
         Ok(out)
     }
+
+    async fn count_pending(&self, now: OffsetDateTime) -> StoreResult<Vec<(String, u64)>> {
+        let inner = self.lock()?;
+        let mut counts = std::collections::BTreeMap::<String, u64>::new();
+        for r in inner.approvals.values().filter(|r| r.status == ApprovalStatus::Pending && r.expires_at > now) {
+            *counts.entry(r.tenant.clone()).or_default() += 1;
+        }
+        Ok(counts.into_iter().collect())
+    }
 }
 
 #[async_trait]

@@ -304,6 +304,9 @@ async fn approval_reject_and_list_pending(s: Stores) -> anyhow::Result<()> {
     s.approvals.create_request(&request("b-1", &plan("tenant-b", 3), secs(5))?, Vec::new()).await?;
     let ids = |v: Vec<ApprovalRequest>| v.into_iter().map(|r| r.id).collect::<Vec<_>>();
     assert_eq!(ids(s.approvals.list_pending("tenant-a", now).await?), ["a-1", "a-2", "a-3"]);
+    let counted = |v: Vec<(String, u64)>| v.into_iter().map(|(t, n)| format!("{t}={n}")).collect::<Vec<_>>();
+    // Expired (a-0) and granted (a-4) requests are not pending; tenants come in order.
+    assert_eq!(counted(s.approvals.count_pending(now).await?), ["tenant-a=3", "tenant-b=1"]);
     s.approvals.reject_request("tenant-a", "a-2", "operator-2", "too many replicas", Vec::new()).await?;
     let r = s.approvals.get_request("tenant-a", "a-2").await?.context("stored")?;
     assert_eq!(r.status, ApprovalStatus::Rejected);
@@ -317,6 +320,8 @@ async fn approval_reject_and_list_pending(s: Stores) -> anyhow::Result<()> {
     assert_eq!(ids(s.approvals.list_pending("tenant-a", now).await?), ["a-1", "a-3"]);
     assert_eq!(ids(s.approvals.list_pending("tenant-b", now).await?), ["b-1"]);
     assert_eq!(ids(s.approvals.list_pending("tenant-c", now).await?), Vec::<String>::new());
+    assert_eq!(counted(s.approvals.count_pending(now).await?), ["tenant-a=2", "tenant-b=1"]);
+    assert_eq!(counted(s.approvals.count_pending(secs(100_000)).await?), Vec::<String>::new(), "all expired by then");
     Ok(())
 }
 

@@ -67,6 +67,9 @@ async fn calls_approvals_and_rate_limits_show_up_as_series() {
     let (_, body) = post(&app, "/v1/calls", Some(&requester), &change).await;
     assert_eq!(body["rejection"]["code"], "approval_required", "{body}");
     let id = body["approval_id"].as_str().unwrap().to_owned();
+    // The pending gauge is read from the store at the scrape.
+    let (_, _, text) = scrape(&app, &reader()).await;
+    assert!(text.contains(r#"bridle_approvals_pending{tenant="tenant-a"}"#), "{text}");
     let (status, _) = post(&app, &format!("/v1/approvals/{id}/approve"), Some(&token("operator-2")), &json!({})).await;
     assert_eq!(status, StatusCode::OK);
     // A principal with a burst of 8 is refused on its 9th request.
@@ -89,6 +92,30 @@ async fn calls_approvals_and_rate_limits_show_up_as_series() {
         r#"bridle_gate_call_seconds_bucket{tool="get_service_snapshot",le="#,
         "bridle_approvals_created_total",
         "bridle_approvals_granted_total",
+        r#"bridle_approval_wait_seconds_bucket{outcome="granted",le="#,
+        r#"bridle_gate_step_seconds_bucket{step="policy",le="#,
+        r#"bridle_gate_step_seconds_bucket{step="adapter",le="#,
+        concat!(r#"bridle_build_info{version=""#, env!("CARGO_PKG_VERSION"), r#""} 1"#),
+    ] {
+        assert!(text.contains(series), "missing {series} in\n{text}");
+    }
+    // Every series says what it is (webhook deliveries have no sample without a webhook).
+    for (name, _, _) in bridle_server::observe::SERIES.iter().filter(|s| s.0 != "bridle_webhook_deliveries_total") {
+        assert!(text.contains(&format!("# HELP {name} ")), "no HELP for {name} in\n{text}");
+    }
+}
+
+#[tokio::test]
+async fn counters_are_there_before_anything_happens() {
+    let app = app_with_metrics(Limits::default()).await;
+    let (_, _, text) = scrape(&app, &reader()).await;
+    for series in [
+        "bridle_approvals_created_total ",
+        "bridle_approvals_granted_total ",
+        "bridle_approvals_rejected_total ",
+        r#"bridle_gate_verdicts_total{tool="scale_replicas",code="ok"} "#,
+        r#"bridle_gate_verdicts_total{tool="get_service_snapshot",code="ok"} "#,
+        "# TYPE bridle_build_info gauge",
     ] {
         assert!(text.contains(series), "missing {series} in\n{text}");
     }

@@ -14,7 +14,7 @@ use time::OffsetDateTime;
 
 use super::audit::append_in;
 use super::{Dialect, SqlStore, args};
-use crate::store::rows::{self, to_i64, to_json, to_nanos};
+use crate::store::rows::{self, Columns, to_i64, to_json, to_nanos};
 
 /// Rounds of [`ApprovalLedger::create_request`] before it reports contention.
 const CREATE_ROUNDS: usize = 4;
@@ -250,5 +250,13 @@ impl<D: Dialect> ApprovalLedger for SqlStore<D> {
         let mut conn = self.db().read().await?;
         let rows = D::fetch_all(&mut conn, &sql, args![tenant, to_nanos("now", now)?]).await?;
         rows.iter().map(rows::approval).collect()
+    }
+
+    async fn count_pending(&self, now: OffsetDateTime) -> StoreResult<Vec<(String, u64)>> {
+        let sql = "SELECT tenant, COUNT(*) AS n FROM approvals WHERE status = 'pending' AND expires_at > $1
+                   GROUP BY tenant ORDER BY tenant";
+        let mut conn = self.db().read().await?;
+        let rows = D::fetch_all(&mut conn, sql, args![to_nanos("now", now)?]).await?;
+        rows.iter().map(|r| Ok((r.text("tenant")?, u64::try_from(r.int("n")?).unwrap_or(0)))).collect()
     }
 }
