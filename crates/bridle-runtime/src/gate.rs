@@ -332,7 +332,14 @@ impl Gate {
         let mut versions = self.versions(who.agent.as_deref());
         versions.agent_source = who.source;
         let mut t = Trace::start(self.clock.now(), &req.tool, &run.run_id, versions);
-        let span = tracing::info_span!("gate_call", call_id = %t.call_id, tool = %t.tool, subject = %bounded(&principal.subject));
+        let span = tracing::info_span!(
+            "gate_call",
+            call_id = %t.call_id,
+            tool = %t.tool,
+            subject = %bounded(&principal.subject),
+            bridle.code = tracing::field::Empty,
+            bridle.level = tracing::field::Empty,
+        );
         let decided = self.decide(principal, run, req, &who, &mut t).instrument(span.clone()).await;
         let audited = self.audit(principal, run, req, decided, &mut t, &span).await;
         if t.leased
@@ -542,6 +549,10 @@ impl Gate {
             Verdict::DryRun { would_reject: Some(r) } => r.code.as_str(),
         };
         let latency_ms = elapsed.as_secs_f64() * 1000.0;
+        span.record("bridle.code", code);
+        if let Some(level) = outcome.level {
+            span.record("bridle.level", level.as_str());
+        }
         tracing::info!(parent: span, code, latency_ms, "tool call decided");
         metrics::counter!("bridle_gate_verdicts_total", "tool" => tool.clone(), "code" => code).increment(1);
         metrics::histogram!("bridle_gate_call_seconds", "tool" => tool).record(elapsed.as_secs_f64());

@@ -162,23 +162,51 @@ pub fn spawn_upkeep(handle: PrometheusHandle, every: Duration) {
     });
 }
 
-/// Middleware: one `http_request` span per request (method, route, status, latency), the
-/// request counter and latency histogram by route and status, and the rate-limit counter.
+/// A request's headers as an OpenTelemetry propagation carrier.
+struct Headers<'a>(&'a axum::http::HeaderMap);
+
+impl opentelemetry::propagation::Extractor for Headers<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(|v| v.to_str().ok())
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(axum::http::HeaderName::as_str).collect()
+    }
+}
+
+/// Middleware: one `http_request` span per request, a SERVER span named `METHOD ROUTE` with the
+/// HTTP semantic-convention attributes (`http.request.method`, `http.route`,
+/// `http.response.status_code`, `error.type` and an ERROR status from 400 up) and the caller's
+/// W3C `traceparent` as its parent when it sent one; the request counter and latency histogram
+/// by route and status, and the rate-limit counter.
 pub async fn observe(req: Request, next: Next) -> Response {
     let route = req.extensions().get::<MatchedPath>().map_or(UNMATCHED, MatchedPath::as_str).to_owned();
+    let method = req.method().as_str().to_owned();
     let span = tracing::info_span!(
         "http_request",
-        method = %req.method(),
-        route = %route,
-        status = tracing::field::Empty,
+        otel.name = %format!("{method} {route}"),
+        otel.kind = "server",
+        otel.status_code = tracing::field::Empty,
+        http.request.method = %method,
+        http.route = %route,
+        http.response.status_code = tracing::field::Empty,
+        error.r#type = tracing::field::Empty,
         latency_ms = tracing::field::Empty,
     );
+    let parent = opentelemetry::global::get_text_map_propagator(|p| p.extract(&Headers(req.headers())));
+    // Err: no OpenTelemetry layer is installed (export off), and there is nothing to continue.
+    let _ = tracing_opentelemetry::OpenTelemetrySpanExt::set_parent(&span, parent);
     let started = Instant::now();
     let response = next.run(req).instrument(span.clone()).await;
     let elapsed = started.elapsed();
     let status = response.status().as_u16();
     let latency_ms = elapsed.as_secs_f64() * 1000.0;
-    span.record("status", status);
+    span.record("http.response.status_code", i64::from(status));
+    if status >= 400 {
+        span.record("otel.status_code", "ERROR");
+        span.record("error.type", status.to_string());
+    }
     span.record("latency_ms", latency_ms);
     tracing::info!(parent: &span, status, latency_ms, "request finished");
     if status == StatusCode::TOO_MANY_REQUESTS.as_u16() {

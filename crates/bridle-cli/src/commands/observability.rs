@@ -68,11 +68,24 @@ pub fn init_telemetry(json: bool, configured: Option<&str>) -> anyhow::Result<Te
     let processor = BatchSpanProcessor::builder(exporter, opentelemetry_sdk::runtime::Tokio).build();
     let provider = SdkTracerProvider::builder()
         .with_span_processor(processor)
-        .with_resource(Resource::builder().with_service_name("bridle").build())
+        .with_resource(resource(|var| std::env::var(var).ok()))
         .build();
+    // An incoming W3C `traceparent` (HTTP header, MCP `_meta`) continues the caller's trace.
+    opentelemetry::global::set_text_map_propagator(opentelemetry_sdk::propagation::TraceContextPropagator::new());
     install(json, Some(provider.tracer("bridle")));
     tracing::info!(url = %url, "OTLP trace export on");
     Ok(Telemetry { provider: Some(provider) })
+}
+
+/// The resource spans are exported with: `OTEL_RESOURCE_ATTRIBUTES` and `OTEL_SERVICE_NAME` as the
+/// SDK reads them, `service.name` `bridle` when neither names one, and `service.version`.
+fn resource(env: impl Fn(&str) -> Option<String>) -> Resource {
+    let named = env("OTEL_SERVICE_NAME").is_some_and(|v| !v.trim().is_empty())
+        || env("OTEL_RESOURCE_ATTRIBUTES")
+            .is_some_and(|v| v.split(',').any(|kv| kv.trim().starts_with("service.name=")));
+    let builder =
+        Resource::builder().with_attribute(opentelemetry::KeyValue::new("service.version", env!("CARGO_PKG_VERSION")));
+    if named { builder.build() } else { builder.with_service_name("bridle").build() }
 }
 
 /// Where traces go, if anywhere: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` as given, else the base

@@ -33,13 +33,17 @@ fn bridle(args: &[&str], cwd: &Path) -> Command {
     cmd
 }
 
-/// A plain HTTP/1.1 POST of JSON; returns the status line and the body.
+/// The caller's trace: W3C trace context it sends as `traceparent`.
+const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const PARENT_SPAN: &str = "00f067aa0ba902b7";
+
+/// A plain HTTP/1.1 POST of JSON carrying `traceparent`; returns the status line and the body.
 fn http_post(addr: &str, path: &str, token: &str, body: &str) -> (String, String) {
     let mut stream = TcpStream::connect(addr).unwrap();
     write!(
         stream,
         "POST {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+         traceparent: 00-{TRACE_ID}-{PARENT_SPAN}-01\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
     .unwrap();
@@ -58,7 +62,11 @@ fn spans(exports: &[(String, Vec<u8>)]) -> Vec<Span> {
         for resource in request.resource_spans {
             let attributes = resource.resource.map(|r| r.attributes).unwrap_or_default();
             let service = attributes.iter().find(|kv| kv.key == "service.name").and_then(|kv| kv.value.clone());
-            assert_eq!(service.and_then(|v| v.value), Some(AnyValue::StringValue("bridle".into())));
+            assert_eq!(service.and_then(|v| v.value), Some(AnyValue::StringValue("bridle-fab-prod".into())));
+            let version = attributes.iter().find(|kv| kv.key == "service.version").and_then(|kv| kv.value.clone());
+            assert!(version.is_some_and(|v| v.value.is_some()), "service.version");
+            let env = attributes.iter().find(|kv| kv.key == "deployment.environment").and_then(|kv| kv.value.clone());
+            assert_eq!(env.and_then(|v| v.value), Some(AnyValue::StringValue("prod".into())));
             all.extend(resource.scope_spans.into_iter().flat_map(|s| s.spans));
         }
     }
@@ -101,6 +109,8 @@ async fn one_call_exports_its_http_request_and_gate_call_spans_over_otlp() {
 
     let mut server = bridle(&["serve", "--listen", "127.0.0.1:0"], dir.path())
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", format!("http://{collector_addr}"))
+        .env("OTEL_SERVICE_NAME", "bridle-fab-prod")
+        .env("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=prod")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -110,9 +120,16 @@ async fn one_call_exports_its_http_request_and_gate_call_spans_over_otlp() {
     let addr = first.split("http://").nth(1).and_then(|r| r.split_whitespace().next()).unwrap().to_owned();
 
     let call = r#"{"tool": "get_service_snapshot", "arguments": {"service": "checkout"}}"#;
-    let (status, body) =
-        tokio::task::spawn_blocking(move || http_post(&addr, "/v1/calls", &token, call)).await.unwrap();
+    let (status, body) = tokio::task::spawn_blocking({
+        let addr = addr.clone();
+        move || http_post(&addr, "/v1/calls", &token, call)
+    })
+    .await
+    .unwrap();
     assert!(status.contains("200"), "{status} {body}");
+    let (status, _) =
+        tokio::task::spawn_blocking(move || http_post(&addr, "/v1/calls", "not-a-token", call)).await.unwrap();
+    assert!(status.contains("401"), "{status}");
 
     // SIGTERM: the queued spans are exported before the process exits.
     let killed = Command::new("kill").args(["-TERM", &server.id().to_string()]).status().unwrap();
@@ -131,9 +148,29 @@ async fn one_call_exports_its_http_request_and_gate_call_spans_over_otlp() {
     let gate = spans.iter().find(|s| s.name == "gate_call").unwrap_or_else(|| panic!("no gate_call in {names:?}"));
     let parent = spans.iter().find(|s| s.span_id == gate.parent_span_id);
     let request = parent.unwrap_or_else(|| panic!("gate_call's parent was not exported: {names:?}"));
-    assert_eq!(request.name, "http_request", "gate_call nests in the request's span");
+    assert_eq!(request.name, "POST /v1/calls", "gate_call nests in the request's span, named METHOD ROUTE");
     assert_eq!(gate.trace_id, request.trace_id, "one trace");
-    assert_eq!(attribute(request, "method").as_deref(), Some("POST"));
+    // The caller's trace continues: its trace id, its span as the parent.
+    assert_eq!(hex(&request.trace_id), TRACE_ID);
+    assert_eq!(hex(&request.parent_span_id), PARENT_SPAN);
+    assert_eq!(request.kind, 2, "SPAN_KIND_SERVER");
+    assert_eq!(attribute(request, "http.request.method").as_deref(), Some("POST"));
+    assert_eq!(attribute(request, "http.route").as_deref(), Some("/v1/calls"));
+    assert_eq!(attribute(request, "http.response.status_code").as_deref(), Some("IntValue(200)"));
+    assert_ne!(request.status.as_ref().map_or(0, |s| s.code), 2, "a 200 is not an error");
     assert_eq!(attribute(gate, "tool").as_deref(), Some("get_service_snapshot"));
+    assert_eq!(attribute(gate, "bridle.code").as_deref(), Some("ok"));
+    assert_eq!(attribute(gate, "bridle.level").as_deref(), Some("auto"));
     assert!(attribute(gate, "call_id").is_some_and(|id| !id.is_empty()));
+    // The refused request: its own span, status ERROR, the status as error.type.
+    let refused = spans
+        .iter()
+        .find(|s| attribute(s, "http.response.status_code").as_deref() == Some("IntValue(401)"))
+        .unwrap_or_else(|| panic!("no 401 span in {names:?}"));
+    assert_eq!(refused.status.as_ref().map(|s| s.code), Some(2), "STATUS_CODE_ERROR");
+    assert_eq!(attribute(refused, "error.type").as_deref(), Some("401"));
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
