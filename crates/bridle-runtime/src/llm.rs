@@ -250,6 +250,16 @@ impl From<Rejection> for LlmError {
 pub trait LlmClient: Send + Sync {
     /// Sends one chat request and waits for the answer.
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError>;
+
+    /// The provider, as OpenTelemetry's `gen_ai.system` names it (`openai`, …).
+    fn system(&self) -> &str {
+        "unknown"
+    }
+
+    /// The model requests go to, when the client names one.
+    fn model(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// The key of recorded inputs: hex SHA-256 of the RFC 8785 canonical JSON of the messages

@@ -101,7 +101,7 @@ async fn one_call_exports_its_http_request_and_gate_call_spans_over_otlp() {
         &["token", "issue", "--subject", "requester-1", "--tenant", "tenant-a", "--services", "checkout"],
         dir.path(),
     )
-    .args(["--scopes", "service:read", "--ttl", "1h"])
+    .args(["--scopes", "service:read,runs:start", "--ttl", "1h"])
     .output()
     .unwrap();
     assert!(issued.status.success(), "{}", text(&issued.stderr));
@@ -121,12 +121,22 @@ async fn one_call_exports_its_http_request_and_gate_call_spans_over_otlp() {
 
     let call = r#"{"tool": "get_service_snapshot", "arguments": {"service": "checkout"}}"#;
     let (status, body) = tokio::task::spawn_blocking({
-        let addr = addr.clone();
+        let (addr, token) = (addr.clone(), token.clone());
         move || http_post(&addr, "/v1/calls", &token, call)
     })
     .await
     .unwrap();
     assert!(status.contains("200"), "{status} {body}");
+    // A graph run: its agents call the (scripted) model.
+    let run = r#"{"pipeline": "analysis", "input": {"entity": "checkout-service", "data": {"signals": ["p99 up"]}}}"#;
+    let (status, body) = tokio::task::spawn_blocking({
+        let addr = addr.clone();
+        move || http_post(&addr, "/v1/runs", &token, run)
+    })
+    .await
+    .unwrap();
+    assert!(status.starts_with("HTTP/1.1 20"), "{status} {body}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
     let (status, _) =
         tokio::task::spawn_blocking(move || http_post(&addr, "/v1/calls", "not-a-token", call)).await.unwrap();
     assert!(status.contains("401"), "{status}");
@@ -169,6 +179,28 @@ async fn one_call_exports_its_http_request_and_gate_call_spans_over_otlp() {
         .unwrap_or_else(|| panic!("no 401 span in {names:?}"));
     assert_eq!(refused.status.as_ref().map(|s| s.code), Some(2), "STATUS_CODE_ERROR");
     assert_eq!(attribute(refused, "error.type").as_deref(), Some("401"));
+    // Each model call: a CLIENT span with the gen_ai attributes; an answer carries its model and
+    // token usage, a failure (the bundled scripted model has no reply for some agents, and the
+    // run degrades) its stable code and an ERROR status.
+    let calls: Vec<&Span> =
+        spans.iter().filter(|s| attribute(s, "gen_ai.operation.name").as_deref() == Some("chat")).collect();
+    assert!(!calls.is_empty(), "no model call span in {names:?}");
+    for call in calls {
+        assert_eq!(call.kind, 3, "SPAN_KIND_CLIENT");
+        assert_eq!(attribute(call, "gen_ai.system").as_deref(), Some("bridle.scripted"));
+        assert_eq!(attribute(call, "gen_ai.request.model").as_deref(), Some("scripted"));
+        assert_eq!(call.name, "chat scripted");
+        assert!(attribute(call, "gen_ai.agent.name").is_some());
+        if call.status.as_ref().is_some_and(|s| s.code == 2) {
+            assert!(attribute(call, "error.type").is_some_and(|c| c.starts_with("llm_")), "{call:?}");
+        } else {
+            assert!(
+                attribute(call, "gen_ai.usage.input_tokens").is_some_and(|t| t.starts_with("IntValue(")),
+                "{call:?}"
+            );
+            assert!(attribute(call, "gen_ai.response.model").is_some(), "{call:?}");
+        }
+    }
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -25,6 +25,7 @@ use bridle_core::deadline::Deadlines;
 use bridle_core::ports::Clock;
 use bridle_core::ports::{BudgetKind, BudgetStore, Debit, StoreError};
 use bridle_core::{Code, Rejection};
+use tracing::Instrument;
 
 use super::{CancelToken, ChatRequest, ChatResponse, LlmClient, LlmError, millis};
 
@@ -222,7 +223,56 @@ impl Drop for Pending<'_> {
 
 #[async_trait]
 impl LlmClient for LimitedClient {
+    fn system(&self) -> &str {
+        self.inner.system()
+    }
+
+    fn model(&self) -> Option<&str> {
+        self.inner.model()
+    }
+
+    /// One model call in a CLIENT span with OpenTelemetry's `gen_ai.*` attributes: operation,
+    /// system, request and response model, token usage, finish reason, and on a failure
+    /// `error.type` (the stable code) with an ERROR status.
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let model = self.inner.model().unwrap_or("unknown");
+        let span = tracing::info_span!(
+            "gen_ai_chat",
+            otel.name = %format!("chat {model}"),
+            otel.kind = "client",
+            otel.status_code = tracing::field::Empty,
+            gen_ai.operation.name = "chat",
+            gen_ai.system = %self.inner.system(),
+            gen_ai.request.model = %model,
+            gen_ai.agent.name = %request.agent,
+            gen_ai.response.model = tracing::field::Empty,
+            gen_ai.response.finish_reasons = tracing::field::Empty,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            error.r#type = tracing::field::Empty,
+        );
+        let result = self.limited_chat(request).instrument(span.clone()).await;
+        match &result {
+            Ok(r) => {
+                span.record("gen_ai.response.model", r.model.as_str());
+                if let Some(reason) = &r.finish_reason {
+                    span.record("gen_ai.response.finish_reasons", reason.as_str());
+                }
+                span.record("gen_ai.usage.input_tokens", i64::try_from(r.usage.prompt_tokens).unwrap_or(i64::MAX));
+                span.record("gen_ai.usage.output_tokens", i64::try_from(r.usage.completion_tokens).unwrap_or(i64::MAX));
+            }
+            Err(e) => {
+                span.record("otel.status_code", "ERROR");
+                span.record("error.type", e.code().as_str());
+            }
+        }
+        result
+    }
+}
+
+impl LimitedClient {
+    /// [`LlmClient::chat`] under the limits: cancellation, admission, budgets, the deadline.
+    async fn limited_chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let agent = request.agent.as_str();
         let what = format!("model call of agent `{agent}`");
         if let Some(cancel) = &request.cancel

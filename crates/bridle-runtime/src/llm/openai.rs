@@ -162,6 +162,14 @@ impl OpenAiClient {
 
 #[async_trait]
 impl LlmClient for OpenAiClient {
+    fn system(&self) -> &str {
+        "openai"
+    }
+
+    fn model(&self) -> Option<&str> {
+        Some(&self.config.model)
+    }
+
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let started = Instant::now();
         let deadline = started + request.timeout.unwrap_or(self.config.timeout).min(LONGEST_CALL);

@@ -216,6 +216,14 @@ impl ScriptedModel {
 
 #[async_trait]
 impl LlmClient for ScriptedModel {
+    fn system(&self) -> &str {
+        "bridle.scripted"
+    }
+
+    fn model(&self) -> Option<&str> {
+        Some(&self.model)
+    }
+
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let started = Instant::now();
         if let Ok(mut log) = self.requests.lock() {
