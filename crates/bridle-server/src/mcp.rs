@@ -37,6 +37,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::AppState;
 use crate::api::Caller;
@@ -199,6 +200,49 @@ pub fn credential_run(
     }
 }
 
+/// A `_meta` object as an OpenTelemetry propagation carrier (`traceparent`, `tracestate`).
+struct MetaCarrier<'a>(&'a serde_json::Map<String, Value>);
+
+impl opentelemetry::propagation::Extractor for MetaCarrier<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(Value::as_str)
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(String::as_str).collect()
+    }
+}
+
+/// The SERVER span of one `tools/call` (`tools/call TOOL`) with the MCP semantic-convention
+/// attributes (`mcp.method.name`, `gen_ai.tool.name`, `jsonrpc.request.id`,
+/// `mcp.protocol.version`); a `traceparent` in the request's `_meta` becomes its parent (else it
+/// nests in the HTTP request's span). A tool name that is not registered is `(unregistered)`: no
+/// caller's free text becomes a span name.
+fn call_span(params: &CallToolRequestParams, ctx: &RequestContext<RoleServer>, registered: bool) -> tracing::Span {
+    let tool = if registered { params.name.as_ref() } else { "(unregistered)" };
+    let version = ctx.protocol_version().map(|v| v.to_string()).unwrap_or_default();
+    let span = tracing::info_span!(
+        "mcp_request",
+        otel.name = %format!("tools/call {tool}"),
+        otel.kind = "server",
+        mcp.method.name = "tools/call",
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = %tool,
+        jsonrpc.request.id = %ctx.id,
+        mcp.protocol.version = %version,
+    );
+    let meta = params.meta.as_ref().map(|m| &m.0).filter(|m| m.contains_key("traceparent")).or_else(|| {
+        let m = &ctx.meta.0;
+        m.contains_key("traceparent").then_some(m)
+    });
+    if let Some(meta) = meta {
+        let parent = opentelemetry::global::get_text_map_propagator(|p| p.extract(&MetaCarrier(meta)));
+        // Err: no OpenTelemetry layer is installed (export off).
+        let _ = tracing_opentelemetry::OpenTelemetrySpanExt::set_parent(&span, parent);
+    }
+    span
+}
+
 /// A string `_meta` entry of the request (`None` when absent; an error when not a string).
 fn meta_string(
     params: &CallToolRequestParams,
@@ -305,8 +349,11 @@ impl ServerHandler for BridleMcp {
         if let Err(e) = check_bounds(&run, &request) {
             return Ok(result::refusal(&e.rejection()).into());
         }
-        // On a task of its own: a client that hangs up never cuts a gate call half-way.
-        let outcome = spawn_call(&self.gate, principal, run, request).await.map_err(|e| match e {
+        let span = call_span(&params, &ctx, config.registry.get(&params.name).is_some());
+        // On a task of its own: a client that hangs up never cuts a gate call half-way. The task
+        // starts inside the request's span, so the gate's span nests in it.
+        let call = span.in_scope(|| spawn_call(&self.gate, principal, run, request));
+        let outcome = call.instrument(span).await.map_err(|e| match e {
             CallError::Task(e) => ErrorData::internal_error(format!("the gate call failed: {e}"), None),
             CallError::Gate(e) => ErrorData::internal_error(format!("the gate could not decide: {e}"), None),
         })?;

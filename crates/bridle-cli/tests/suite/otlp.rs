@@ -54,6 +54,32 @@ fn http_post(addr: &str, path: &str, token: &str, body: &str) -> (String, String
     (status, body)
 }
 
+/// The trace an MCP client sends in the request's `_meta` (2026-07-28, stateless).
+const MCP_TRACE_ID: &str = "0af7651916cd43dd8448eb211c80319c";
+const MCP_PARENT_SPAN: &str = "b7ad6b7169203331";
+
+/// A stateless MCP `tools/call` of `get_service_snapshot` over HTTP with `traceparent` in `_meta`.
+fn mcp_call(addr: &str, token: &str) -> String {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "get_service_snapshot", "arguments": {"service": "checkout"},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {},
+                  "traceparent": format!("00-{MCP_TRACE_ID}-{MCP_PARENT_SPAN}-01")}}})
+    .to_string();
+    let mut stream = TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\n\
+         Mcp-Name: get_service_snapshot\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
+
 /// Every span of every export, with the content types the exports came with.
 fn spans(exports: &[(String, Vec<u8>)]) -> Vec<Span> {
     let mut all = Vec::new();
@@ -130,12 +156,19 @@ async fn one_call_exports_its_http_request_and_gate_call_spans_over_otlp() {
     // A graph run: its agents call the (scripted) model.
     let run = r#"{"pipeline": "analysis", "input": {"entity": "checkout-service", "data": {"signals": ["p99 up"]}}}"#;
     let (status, body) = tokio::task::spawn_blocking({
-        let addr = addr.clone();
+        let (addr, token) = (addr.clone(), token.clone());
         move || http_post(&addr, "/v1/runs", &token, run)
     })
     .await
     .unwrap();
     assert!(status.starts_with("HTTP/1.1 20"), "{status} {body}");
+    let mcp = tokio::task::spawn_blocking({
+        let (addr, token) = (addr.clone(), token.clone());
+        move || mcp_call(&addr, &token)
+    })
+    .await
+    .unwrap();
+    assert!(mcp.starts_with("HTTP/1.1 200") && mcp.contains("structuredContent"), "{mcp}");
     tokio::time::sleep(Duration::from_millis(500)).await;
     let (status, _) =
         tokio::task::spawn_blocking(move || http_post(&addr, "/v1/calls", "not-a-token", call)).await.unwrap();
@@ -179,6 +212,21 @@ async fn one_call_exports_its_http_request_and_gate_call_spans_over_otlp() {
         .unwrap_or_else(|| panic!("no 401 span in {names:?}"));
     assert_eq!(refused.status.as_ref().map(|s| s.code), Some(2), "STATUS_CODE_ERROR");
     assert_eq!(attribute(refused, "error.type").as_deref(), Some("401"));
+    // The MCP call: its own SERVER span in the trace its `_meta` named, the gate's span inside.
+    let mcp = spans
+        .iter()
+        .find(|s| attribute(s, "mcp.method.name").as_deref() == Some("tools/call"))
+        .unwrap_or_else(|| panic!("no MCP span in {names:?}"));
+    assert_eq!(mcp.name, "tools/call get_service_snapshot");
+    assert_eq!((hex(&mcp.trace_id), hex(&mcp.parent_span_id)), (MCP_TRACE_ID.to_owned(), MCP_PARENT_SPAN.to_owned()));
+    assert_eq!(mcp.kind, 2, "SPAN_KIND_SERVER");
+    assert_eq!(attribute(mcp, "gen_ai.tool.name").as_deref(), Some("get_service_snapshot"));
+    assert_eq!(attribute(mcp, "mcp.protocol.version").as_deref(), Some("2026-07-28"));
+    assert_eq!(attribute(mcp, "jsonrpc.request.id").as_deref(), Some("7"));
+    assert!(
+        spans.iter().any(|s| s.name == "gate_call" && s.parent_span_id == mcp.span_id),
+        "the gate's span nests in the MCP span"
+    );
     // Each model call: a CLIENT span with the gen_ai attributes; an answer carries its model and
     // token usage, a failure (the bundled scripted model has no reply for some agents, and the
     // run degrades) its stable code and an ERROR status.
