@@ -1,9 +1,12 @@
 //! `bridle audit verify|export|prune|keygen`.
 
+mod otlp;
+
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
+use bridle_core::audit::AuditEvent;
 use bridle_core::audit::siem::{self, Format, Window};
 use bridle_runtime::audit::AnchoredReport;
 use time::OffsetDateTime;
@@ -25,11 +28,16 @@ pub enum AuditCommand {
     },
     /// Print events, one per line: JSON lines as stored (verifiable offline with `verify
     /// --file`), ArcSight CEF or RFC 5424 syslog; each keeps its seq, hash and prev_hash. With
-    /// `--syslog-tcp HOST:PORT` the lines go to a collector (RFC 6587 octet counting) instead.
+    /// `--syslog-tcp HOST:PORT` the lines go to a collector (RFC 6587 octet counting) instead;
+    /// with `--format otlp` the events go to an OTLP/HTTP collector as log records.
     Export {
-        /// `jsonl` (default), `cef` or `syslog`.
+        /// `jsonl` (default), `cef`, `syslog`, or `otlp` (log records posted to `/v1/logs` of
+        /// `--otlp-endpoint`, `OTEL_EXPORTER_OTLP_LOGS_ENDPOINT` or `OTEL_EXPORTER_OTLP_ENDPOINT`).
         #[arg(long, default_value = "jsonl")]
         format: String,
+        /// Base URL of an OTLP/HTTP collector for `--format otlp` (`/v1/logs` is appended).
+        #[arg(long)]
+        otlp_endpoint: Option<String>,
         /// Same as `--format jsonl` (kept for scripts).
         #[arg(long, conflicts_with = "format")]
         jsonl: bool,
@@ -74,9 +82,22 @@ pub async fn run(
         AuditCommand::Verify { file: Some(file) } => verify_file(file, json),
         AuditCommand::Verify { file: None } => verify(config, db, json).await,
         AuditCommand::Prune { before } => prune(config, db, before.as_deref(), json).await,
-        AuditCommand::Export { format, jsonl: _, tenant, since, until, follow, syslog_tcp } => {
-            let format =
-                Format::parse(format).with_context(|| format!("--format `{format}`: use jsonl, cef or syslog"))?;
+        AuditCommand::Export { format, otlp_endpoint, jsonl: _, tenant, since, until, follow, syslog_tcp } => {
+            let format = if format == "otlp" {
+                let url = otlp::logs_url(otlp_endpoint.as_deref(), |k| std::env::var(k).ok()).context(
+                    "--format otlp needs a collector: --otlp-endpoint URL, OTEL_EXPORTER_OTLP_LOGS_ENDPOINT or \
+                     OTEL_EXPORTER_OTLP_ENDPOINT",
+                )?;
+                Output::Otlp(url)
+            } else {
+                Output::Lines(
+                    Format::parse(format)
+                        .with_context(|| format!("--format `{format}`: use jsonl, cef, syslog or otlp"))?,
+                )
+            };
+            if syslog_tcp.is_some() && matches!(format, Output::Otlp(_)) {
+                anyhow::bail!("--syslog-tcp sends syslog lines; --format otlp sends to an OTLP collector: choose one");
+            }
             let time = |flag: &str, t: &Option<String>| -> anyhow::Result<Option<OffsetDateTime>> {
                 t.as_deref()
                     .map(|t| {
@@ -203,13 +224,18 @@ pub async fn export(config: Option<&Path>, db: Option<&str>, o: &ExportOptions<'
     let config = super::config(config)?;
     let stores = super::plain_stores(&config, &super::store_url(&config, db)).await?;
     let hostname = std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()).unwrap_or_else(|| "bridle".to_owned());
-    let mut sink = match o.syslog_tcp {
-        Some(addr) => Sink::Tcp(
+    let mut sink = match (&o.format, o.syslog_tcp) {
+        (Output::Otlp(url), _) => Sink::Otlp(otlp::Exporter::new(url.clone())?),
+        (_, Some(addr)) => Sink::Tcp(
             tokio::net::TcpStream::connect(addr)
                 .await
                 .with_context(|| format!("connecting to the collector {addr}"))?,
         ),
-        None => Sink::Stdout,
+        (_, None) => Sink::Stdout,
+    };
+    let format = match &o.format {
+        Output::Lines(f) => *f,
+        Output::Otlp(_) => Format::Jsonl,
     };
     // Where each tenant's export stands: the last seq written.
     let mut after: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
@@ -224,8 +250,13 @@ pub async fn export(config: Option<&Path>, db: Option<&str>, o: &ExportOptions<'
                 let page = stores.audit.events(&t, *from, PAGE).await?;
                 let Some(last) = page.last() else { break };
                 *from = last.seq;
-                for event in page.iter().filter(|e| o.window.holds(e)) {
-                    sink.send(&siem::line(event, o.format, &hostname)).await?;
+                let events: Vec<&AuditEvent> = page.iter().filter(|e| o.window.holds(e)).collect();
+                if let Sink::Otlp(exporter) = &sink {
+                    exporter.send(&events).await?;
+                    continue;
+                }
+                for event in events {
+                    sink.send(&siem::line(event, format, &hostname)).await?;
                 }
             }
         }
@@ -238,13 +269,22 @@ pub async fn export(config: Option<&Path>, db: Option<&str>, o: &ExportOptions<'
     }
 }
 
+/// What an export writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Output {
+    /// Lines in this format (stdout or a syslog collector).
+    Lines(Format),
+    /// OTLP log records posted to this URL.
+    Otlp(String),
+}
+
 /// What `bridle audit export` was asked.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct ExportOptions<'a> {
     /// Only this tenant.
     pub tenant: Option<&'a str>,
-    /// The line format.
-    pub format: Format,
+    /// What to write.
+    pub format: Output,
     /// The time window.
     pub window: Window,
     /// Poll for new events until interrupted.
@@ -253,11 +293,13 @@ pub struct ExportOptions<'a> {
     pub syslog_tcp: Option<&'a str>,
 }
 
-/// Where exported lines go.
+/// Where exported events go.
 enum Sink {
     Stdout,
     /// A collector: RFC 6587 octet counting (`LEN SP MSG`), so a line may hold anything.
     Tcp(tokio::net::TcpStream),
+    /// An OTLP/HTTP collector, one request per page.
+    Otlp(otlp::Exporter),
 }
 
 impl Sink {
@@ -268,6 +310,7 @@ impl Sink {
                 use tokio::io::AsyncWriteExt;
                 stream.write_all(format!("{} {line}", line.len()).as_bytes()).await.context("sending to the collector")
             }
+            Sink::Otlp(_) => anyhow::bail!("an OTLP export sends events, not lines"),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! the line and seq of a tampered event; retention drops evidence and every chain still verifies;
 //! `[audit] evidence = "metadata_only"` stores no reasons.
 
-use super::support::{bridle, copy_example, text};
+use super::support::{bridle, bridle_env, copy_example, text};
 
 /// A demo run's audit log in an SQLite file of `dir`; returns the store URL.
 fn demo_db(dir: &std::path::Path, args: &[&str]) -> String {
@@ -180,4 +180,89 @@ fn an_export_speaks_cef_and_syslog_within_a_window_and_to_a_tcp_collector() {
         frames += 1;
     }
     assert_eq!((frames, rest), (events, ""));
+}
+
+/// `--format otlp`: every event arrives at an OTLP/HTTP collector as a log record carrying the
+/// chain; a collector that refuses stops the export with an error naming where it stopped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_otlp_export_sends_every_event_as_a_log_record_with_its_chain() {
+    use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
+    use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+    use prost::Message;
+
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
+    let refuse = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let collector =
+        axum::Router::new().route(
+            "/v1/logs",
+            axum::routing::post({
+                let refuse = refuse.clone();
+                move |body: axum::body::Bytes| {
+                    let refused = refuse.load(std::sync::atomic::Ordering::SeqCst);
+                    if !refused {
+                        let _ = tx.send(body.to_vec());
+                    }
+                    async move {
+                        if refused { axum::http::StatusCode::SERVICE_UNAVAILABLE } else { axum::http::StatusCode::OK }
+                    }
+                }
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, collector).await });
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_owned();
+    let (jsonl, out) = tokio::task::spawn_blocking({
+        let endpoint = endpoint.clone();
+        move || {
+            let db = demo_db(&path, &[]);
+            let jsonl = export(&path, &db);
+            let args = ["audit", "export", "--db", &db, "--format", "otlp", "--otlp-endpoint", &endpoint];
+            (jsonl, bridle_env(&args, &path, b"", &[("OTEL_SERVICE_NAME", "bridle-audit-fab")]))
+        }
+    })
+    .await
+    .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty(), "nothing on stdout");
+    let stored: Vec<serde_json::Value> = jsonl.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let mut records = Vec::new();
+    while let Ok(body) = rx.try_recv() {
+        let request = ExportLogsServiceRequest::decode(body.as_slice()).unwrap();
+        for resource in request.resource_logs {
+            let service = resource.resource.unwrap().attributes.into_iter().find(|kv| kv.key == "service.name");
+            assert_eq!(service.and_then(|kv| kv.value?.value), Some(Any::StringValue("bridle-audit-fab".into())));
+            records.extend(resource.scope_logs.into_iter().flat_map(|s| s.log_records));
+        }
+    }
+    assert_eq!(records.len(), stored.len(), "one record per stored event");
+    let attr = |r: &opentelemetry_proto::tonic::logs::v1::LogRecord, key: &str| {
+        r.attributes.iter().find(|kv| kv.key == key).and_then(|kv| kv.value.clone()?.value)
+    };
+    for (record, event) in records.iter().zip(&stored) {
+        assert_eq!(attr(record, "bridle.hash"), Some(Any::StringValue(event["hash"].as_str().unwrap().into())));
+        assert_eq!(
+            attr(record, "bridle.prev_hash"),
+            Some(Any::StringValue(event["prev_hash"].as_str().unwrap().into()))
+        );
+        assert_eq!(attr(record, "bridle.seq"), Some(Any::IntValue(event["seq"].as_i64().unwrap())));
+        assert_eq!(record.event_name, format!("bridle.audit.{}", event["kind"].as_str().unwrap()));
+        assert!(record.time_unix_nano > 0 && record.severity_number > 0);
+        let Some(Any::StringValue(body)) = record.body.clone().and_then(|b| b.value) else { panic!("no body") };
+        assert_eq!(&serde_json::from_str::<serde_json::Value>(&body).unwrap(), event, "the body is the stored event");
+    }
+
+    // A collector that refuses: exit 1, naming the first seq not delivered.
+    refuse.store(true, std::sync::atomic::Ordering::SeqCst);
+    let out = tokio::task::spawn_blocking(move || {
+        let db = format!("sqlite://{}", dir.path().join("d.db").display());
+        bridle(&["audit", "export", "--db", &db, "--format", "otlp", "--otlp-endpoint", &endpoint], dir.path())
+    })
+    .await
+    .unwrap();
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(err.contains("failed at tenant-a seq 1") && err.contains("503"), "{err}");
 }

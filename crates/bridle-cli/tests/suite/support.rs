@@ -25,7 +25,7 @@ pub fn bridle_with_stdin(args: &[&str], cwd: &Path, stdin: &[u8]) -> Output {
 }
 
 /// Settings a test run never inherits from the environment it was started in.
-const INHERITED: [&str; 10] = [
+const INHERITED: [&str; 12] = [
     "BRIDLE_CONFIG",
     "BRIDLE_STORE_URL",
     "BRIDLE_TOKEN",
@@ -36,6 +36,8 @@ const INHERITED: [&str; 10] = [
     "BRIDLE_JWT_JWKS",
     "BRIDLE_JWT_JWKS_URL",
     "BRIDLE_JWT_OIDC_ISSUER",
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
 ];
 
 /// [`bridle_with_stdin`] with these environment variables set.

@@ -50,7 +50,7 @@ fn cef_severity(event: &AuditEvent) -> u8 {
 }
 
 /// The same as an RFC 5424 severity (4 warning, 5 notice, 6 informational).
-fn syslog_severity(event: &AuditEvent) -> u8 {
+pub fn syslog_severity(event: &AuditEvent) -> u8 {
     match cef_severity(event) {
         7.. => 4,
         3..=6 => 5,
@@ -59,7 +59,7 @@ fn syslog_severity(event: &AuditEvent) -> u8 {
 }
 
 /// The decision's stable name (`executed`, `rejected`, `dry_run`, `replayed`), empty for none.
-fn decision(decision: Option<Decision>) -> String {
+pub fn decision(decision: Option<Decision>) -> String {
     match decision {
         Some(Decision::Executed) => "executed",
         Some(Decision::Rejected) => "rejected",
