@@ -11,6 +11,9 @@ use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
 use utoipa::{Modify, OpenApi, ToSchema};
 
 use crate::api;
+
+pub mod lab;
+pub mod outcomes;
 use crate::limits::{MAX_HEADER_BYTES, MAX_HEADERS, MAX_URI_BYTES};
 
 /// The error shape of every non-2xx answer.
@@ -219,6 +222,10 @@ fn add_middleware_responses(operation: &mut Operation) {
         add("408", "the request took longer than the server's timeout (`request_timeout`)");
         add("429", "too many requests for this tenant and subject (`rate_limited`, with `Retry-After`)");
     }
+    add(
+        "500",
+        "the request could not be evaluated, e.g. a store did not answer (`internal_error`; the cause is logged, not sent)",
+    );
     if operation.request_body.is_some() {
         add("400", "body not JSON, or of the wrong shape (`bad_request`, `json_too_deep`), whatever its declared type");
         add("413", "body too large (`payload_too_large`)");
@@ -360,7 +367,7 @@ impl Modify for FeedbackBodyChoice {
         api::kill::list,
         crate::observe::render,
     ),
-    components(schemas(ErrorBody, ErrorDetail, Health, Ready, ToolList, ApprovalList, ApprovalAnswer, ApprovalShown, FieldChange, AuditPage, ScanAnswer, api::calls::CallBody, api::approvals::RejectBody,
+    components(schemas(ErrorBody, outcomes::CallAnswer, outcomes::CheckReport, lab::LoopReport, lab::PlanReport, lab::JudgeReport, lab::LabPrompt, ErrorDetail, Health, Ready, ToolList, ApprovalList, ApprovalAnswer, ApprovalShown, FieldChange, AuditPage, ScanAnswer, api::calls::CallBody, api::approvals::RejectBody,
         api::guard::ScanBody, api::guard::ScanChannel, api::check::CheckBody,
         api::lab::LoopBody, api::lab::PlanBody, api::lab::JudgeBody, api::lab::PromptBody,
         api::lab::LabGoal, api::lab::LabLang, api::lab::PromptLab, api::lab::StepCount,
