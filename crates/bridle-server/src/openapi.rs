@@ -12,6 +12,8 @@ use utoipa::{Modify, OpenApi, ToSchema};
 
 use crate::api;
 
+mod examples;
+use examples::Examples;
 pub mod lab;
 pub mod outcomes;
 use crate::limits::{MAX_HEADER_BYTES, MAX_HEADERS, MAX_URI_BYTES};
@@ -384,7 +386,8 @@ impl Modify for FeedbackBodyChoice {
         &CallBodyChoice,
         &ClosedVariants,
         &FeedbackBodyChoice,
-        &WorkflowInputKeys
+        &WorkflowInputKeys,
+        &Examples
     )
 )]
 pub struct ApiDoc;

@@ -197,3 +197,103 @@ async fn every_shape_of_a_verdict_fits_its_documented_schema() {
         assert_fits(&doc, "post", path, &report);
     }
 }
+
+/// Every example of the document: `(where, schema, example)`, from request bodies and answers,
+/// single (`example`) or named (`examples`).
+fn examples(doc: &serde_json::Value) -> Vec<(String, serde_json::Value, serde_json::Value)> {
+    let mut all = Vec::new();
+    let mut collect = |at: String, content: &serde_json::Value| {
+        let Some(json) = content.get("application/json") else { return };
+        if let Some(example) = json.get("example") {
+            all.push((at.clone(), json["schema"].clone(), example.clone()));
+        }
+        for (name, example) in json.get("examples").and_then(|e| e.as_object()).into_iter().flatten() {
+            all.push((format!("{at} `{name}`"), json["schema"].clone(), example["value"].clone()));
+        }
+    };
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            collect(format!("{method} {path} request"), &operation["requestBody"]["content"]);
+            for (status, response) in operation["responses"].as_object().unwrap() {
+                collect(format!("{method} {path} {status}"), &response["content"]);
+            }
+        }
+    }
+    all
+}
+
+#[tokio::test]
+async fn every_main_route_has_an_example_and_every_example_fits_its_schema() {
+    let app = app().await;
+    let (_, doc) = get(&app, "/openapi.json", None).await;
+    let all = examples(&doc);
+    for (at, schema, example) in &all {
+        assert!(schema.is_object(), "{at}: an example without a schema");
+        let errors: Vec<_> = validator(&doc, schema).iter_errors(example).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{at}: {errors:?} in {example}");
+    }
+    let has = |at: &str| all.iter().any(|(a, _, _)| a == at || a.starts_with(&format!("{at} `")));
+    for at in [
+        "get /v1/tools 200",
+        "post /v1/calls request",
+        "post /v1/calls 200",
+        "get /v1/approvals 200",
+        "get /v1/approvals/{id} 200",
+        "post /v1/approvals/{id}/approve 200",
+        "post /v1/approvals/{id}/reject request",
+        "post /v1/approvals/{id}/reject 200",
+        "get /v1/audit 200",
+        "get /v1/audit/verify 200",
+        "get /v1/decisions 200",
+        "post /v1/runs request",
+        "post /v1/runs 202",
+        "get /v1/runs 200",
+        "get /v1/runs/{id} 200",
+        "post /v1/runs/{id}/resume request",
+        "post /v1/runs/{id}/resume 202",
+        "post /v1/kill request",
+        "post /v1/kill 200",
+        "get /v1/kill 200",
+        "post /v1/guard/scan request",
+        "post /v1/guard/scan 200",
+        "post /v1/check request",
+        "post /v1/check 200",
+    ] {
+        assert!(has(at), "no example for {at}");
+    }
+    // Both shapes of `/v1/calls`, each named.
+    let calls = &doc["paths"]["/v1/calls"]["post"]["responses"]["200"]["content"]["application/json"]["examples"];
+    assert!(
+        calls["answer"]["value"]["calls"].is_array() && calls["executed"]["value"]["call_id"].is_string(),
+        "{calls}"
+    );
+}
+
+#[tokio::test]
+async fn the_request_examples_do_what_their_answers_say() {
+    // The examples a reader copies: sent as they are, each is answered with a 200 fitting the
+    // documented schema, in the shape its answer example shows.
+    let app = app().await;
+    let (_, doc) = get(&app, "/openapi.json", None).await;
+    let request = |path: &str, name: &str| {
+        doc["paths"][path]["post"]["requestBody"]["content"]["application/json"]["examples"][name]["value"].clone()
+    };
+    let requester = super::support::token("requester-1");
+    let (status, waiting) =
+        super::support::post(&app, "/v1/calls", Some(&requester), &request("/v1/calls", "call")).await;
+    assert_eq!((status, waiting["rejection"]["code"].as_str()), (StatusCode::OK, Some("approval_required")));
+    assert_fits(&doc, "post", "/v1/calls", &waiting);
+    let (status, read) =
+        super::support::post(&app, "/v1/calls", Some(&requester), &request("/v1/calls", "answer")).await;
+    assert_eq!((status, read["calls"][0]["status"].as_str()), (StatusCode::OK, Some("ok")), "{read}");
+    assert_fits(&doc, "post", "/v1/calls", &read);
+    let viewer = super::support::token("viewer-4");
+    for (path, key) in [("/v1/guard/scan", "verdict"), ("/v1/check", "calls")] {
+        let body = doc["paths"][path]["post"]["requestBody"]["content"]["application/json"]["example"].clone();
+        let (status, answer) = super::support::post(&app, path, Some(&viewer), &body).await;
+        assert_eq!(status, StatusCode::OK, "{path}: {answer}");
+        assert_fits(&doc, "post", path, &answer);
+        let example = &doc["paths"][path]["post"]["responses"]["200"]["content"]["application/json"]["example"];
+        assert_eq!(answer[key], example[key], "{path}");
+    }
+}
