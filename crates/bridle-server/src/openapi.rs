@@ -16,6 +16,7 @@ mod examples;
 use examples::Examples;
 pub mod lab;
 pub mod outcomes;
+pub mod records;
 use crate::limits::{MAX_HEADER_BYTES, MAX_HEADERS, MAX_URI_BYTES};
 
 /// The error shape of every non-2xx answer.
@@ -64,15 +65,15 @@ pub struct ToolList {
 #[derive(Debug, ToSchema)]
 pub struct ApprovalList {
     /// Pending, unexpired ApprovalRequests of the caller's tenant.
-    #[schema(value_type = Vec<Object>)]
+    #[schema(value_type = Vec<records::ApprovalRequest>)]
     pub approvals: Vec<serde_json::Value>,
 }
 
 /// One approval request, with its plan.
 #[derive(Debug, ToSchema)]
 pub struct ApprovalAnswer {
-    /// The ApprovalRequest (`id`, `plan`, `plan_hash`, `level`, `status`, `grants`, expiry …).
-    #[schema(value_type = Object)]
+    /// The ApprovalRequest.
+    #[schema(value_type = records::ApprovalRequest)]
     pub approval: serde_json::Value,
 }
 
@@ -81,8 +82,8 @@ pub struct ApprovalAnswer {
 /// tool's own identity, never the caller's).
 #[derive(Debug, ToSchema)]
 pub struct ApprovalShown {
-    /// The ApprovalRequest (`id`, `plan`, `plan_hash`, `level`, `status`, `grants`, expiry …).
-    #[schema(value_type = Object)]
+    /// The ApprovalRequest.
+    #[schema(value_type = records::ApprovalRequest)]
     pub approval: serde_json::Value,
     /// The read tool's result; null when the tool names no resource or read tool, or the read
     /// failed (then `diff_error` says why).
@@ -111,7 +112,7 @@ pub struct FieldChange {
 #[derive(Debug, ToSchema)]
 pub struct AuditPage {
     /// AuditEvents of the caller's tenant, in chain order.
-    #[schema(value_type = Vec<Object>)]
+    #[schema(value_type = Vec<records::AuditEvent>)]
     pub events: Vec<serde_json::Value>,
     /// `after` for the next page; null on the last one.
     #[schema(required = true, minimum = 1)]
@@ -121,17 +122,16 @@ pub struct AuditPage {
 /// `POST /v1/kill`, `POST /v1/kill/lift`: what the switch did.
 #[derive(Debug, ToSchema)]
 pub struct KillAnswer {
-    /// `{switch: {tenant?, agent?, reason, set_by, set_at}, changed, unfinished: {pending_approvals,
-    /// jobs, paused_runs, cancelled_runs}}`.
-    #[schema(value_type = Object)]
+    /// The switch, whether it changed, and the unfinished work in its scope.
+    #[schema(value_type = records::KillReport)]
     pub kill: serde_json::Value,
 }
 
 /// `GET /v1/kill`: the switches covering the caller's tenant.
 #[derive(Debug, ToSchema)]
 pub struct KillList {
-    /// `[{tenant?, agent?, reason, set_by, set_at}]`, oldest first.
-    #[schema(value_type = Vec<Object>)]
+    /// The switches, oldest first.
+    #[schema(value_type = Vec<records::KillSwitch>)]
     pub switches: Vec<serde_json::Value>,
 }
 

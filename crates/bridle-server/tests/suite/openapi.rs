@@ -297,3 +297,38 @@ async fn the_request_examples_do_what_their_answers_say() {
         assert_eq!(answer[key], example[key], "{path}");
     }
 }
+
+#[tokio::test]
+async fn approvals_audit_events_and_kill_switches_fit_their_typed_schemas() {
+    // The records inside the envelopes are typed too: an approval with its plan and grants, an
+    // audit event with its chain links, a kill switch with the work it left unfinished.
+    let app = app().await;
+    let (_, doc) = get(&app, "/openapi.json", None).await;
+    let scale =
+        json!({"tool": "scale_replicas", "arguments": {"service": "checkout", "replicas": 3, "resource_version": 7}});
+    let (_, waiting) =
+        super::support::post(&app, "/v1/calls", Some(&super::support::token("requester-1")), &scale).await;
+    let operator = super::support::token("operator-2");
+    let (_, pending) = get(&app, "/v1/approvals", Some(&operator)).await;
+    assert_eq!(pending["approvals"][0]["id"], waiting["approval_id"], "{pending}");
+    assert_fits(&doc, "get", "/v1/approvals", &pending);
+    let approval = validator(&doc, &json!({"$ref": "#/components/schemas/ApprovalRequest"}));
+    let mut broken = pending["approvals"][0].clone();
+    broken["status"] = json!("maybe");
+    assert!(!approval.is_valid(&broken), "an unknown status does not fit");
+    let (_, audit) = get(&app, "/v1/audit", Some(&operator)).await;
+    assert!(audit["events"].as_array().unwrap().len() >= 2, "{audit}");
+    assert_fits(&doc, "get", "/v1/audit", &audit);
+    let kill = super::support::token_for("lead-3", "tenant-a", &[], &["kill:set", "kill:lift"]);
+    let (status, set) = super::support::post(&app, "/v1/kill", Some(&kill), &json!({"reason": "bad deploy"})).await;
+    assert_eq!(
+        (status, set["kill"]["unfinished"]["pending_approvals"][0]["id"].clone()),
+        (StatusCode::OK, waiting["approval_id"].clone())
+    );
+    assert_fits(&doc, "post", "/v1/kill", &set);
+    let (_, listed) = get(&app, "/v1/kill", Some(&kill)).await;
+    assert_fits(&doc, "get", "/v1/kill", &listed);
+    let (_, lifted) = super::support::post(&app, "/v1/kill/lift", Some(&kill), &json!({})).await;
+    assert_eq!(lifted["kill"]["changed"], true, "{lifted}");
+    assert_fits(&doc, "post", "/v1/kill/lift", &lifted);
+}
