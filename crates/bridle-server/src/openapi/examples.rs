@@ -11,7 +11,7 @@ use utoipa::openapi::{Content, RefOr};
 const APPROVAL_ID: &str = "01a23d80-7137-7177-8b81-c04d0d449af0";
 const PLAN_HASH: &str = "b3e776cfea5d65c77b011ea057a32147f128daeafbffd0a0f1b6586bd8fd2e82";
 const READ_HASH: &str = "0f0a85737023162d4555f2c7743de97e0888b55c78078373f82386a02838632f";
-const RUN_ID: &str = "tenant-a/01a23d81-0c3e-7d40-9a51-3f2a7c1e9b10";
+const RUN_ID: &str = "01a23d81-0c3e-7d40-9a51-3f2a7c1e9b10";
 const AT: &str = "2026-12-03T20:02:37.495Z";
 
 /// Puts [`request_examples`] and [`response_examples`] into the document.
@@ -148,7 +148,7 @@ fn response_examples() -> Vec<(&'static str, &'static str, &'static str, Named)>
         "timings": {"total_us": 59575, "policy_us": 405, "adapter_us": 58},
         "prev_hash": "ce96cb3fd89ad141c44231423137d38c0c56675377adeef8f7dd348463dbbdc1",
         "hash": "8baed1b0ffe6d55cc772f0cb0cc9ba68b8b711c1302a1f0820e2b7faf82c5608", "display": "waiting for approval"});
-    let decision = json!({"decision_id": format!("{RUN_ID}/3:advisor"), "pipeline_run_id": RUN_ID, "tenant": "tenant-a",
+    let decision = json!({"decision_id": format!("tenant-a/{RUN_ID}/3:advisor"), "pipeline_run_id": format!("tenant-a/{RUN_ID}"), "tenant": "tenant-a",
         "agent": "advisor", "model": "scripted", "input": {"diagnosis": "pressure_drift"}, "output": {"action": "recalibrate"},
         "prompt_tokens": 412, "completion_tokens": 58, "latency_ms": 740, "harness_checks": {"schema": "pass"},
         "final_verdict": "accepted", "created_at": AT});
