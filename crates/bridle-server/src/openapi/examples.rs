@@ -139,7 +139,9 @@ fn response_examples() -> Vec<(&'static str, &'static str, &'static str, Named)>
         "annotations": {"title": "Get service snapshot", "readOnlyHint": true}});
     let granted = json!([{"approver": "operator-2", "sign_off": false, "at": "2026-12-03T20:03:10.120Z"}]);
     let mut rejected = approval("rejected", json!([]));
-    rejected["rejection_reason"] = json!("not during the freeze");
+    if let Some(fields) = rejected.as_object_mut() {
+        fields.insert("rejection_reason".to_owned(), json!("not during the freeze"));
+    }
     let event = json!({"seq": 2, "kind": "tool_call", "call_id": "01a23d80-7137-7177-8b81-c04cc0265244", "at": AT,
         "tenant": "tenant-a", "subject": "requester-1", "run_id": "run-101", "incident": "inc-42", "tool": "scale_replicas",
         "policy_version": "sha256:b04105815086", "plan_hash": PLAN_HASH, "executor_identity": null,

@@ -208,7 +208,7 @@ pub struct AnswerOutcomes {
 #[serde(untagged)]
 pub enum CallAnswer {
     /// A structured call (`tool`).
-    One(CallOutcome),
+    One(Box<CallOutcome>),
     /// A model's answer (`answer`).
     Answer(AnswerOutcomes),
 }
