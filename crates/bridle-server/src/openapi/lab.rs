@@ -2,8 +2,6 @@
 //! `bridle_apps::lab` (which knows nothing of OpenAPI); never serialized. The suite's `openapi`
 //! tests hold them to the real answers.
 
-#![allow(dead_code)] // Mirrors: read by the `ToSchema` derive only.
-
 use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;

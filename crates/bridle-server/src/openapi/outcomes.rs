@@ -1,9 +1,8 @@
 //! The documented shapes of the verdict-carrying answers (`POST /v1/calls`, `/v1/check`,
 //! `/v1/lab/*`). The types they describe live in `bridle-runtime` and `bridle-apps`, which know
 //! nothing of OpenAPI, so each is mirrored here field for field; these mirrors are never
-//! serialized. The suite's `openapi` tests hold them to the real answers: a drift is a failure.
-
-#![allow(dead_code)] // Mirrors: read by the `ToSchema` derive only.
+//! serialized (they derive `Serialize` only so that `ToSchema` reads the same `serde` attributes
+//! as the originals). The suite's `openapi` tests hold them to the real answers: a drift is a failure.
 
 use std::borrow::Cow;
 

@@ -3,8 +3,6 @@
 //! (which knows nothing of OpenAPI); never serialized. The suite's `openapi` tests hold them to
 //! the real answers.
 
-#![allow(dead_code)] // Mirrors: read by the `ToSchema` derive only.
-
 use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
