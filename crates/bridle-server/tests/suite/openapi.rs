@@ -332,3 +332,139 @@ async fn approvals_audit_events_and_kill_switches_fit_their_typed_schemas() {
     assert_eq!(lifted["kill"]["changed"], true, "{lifted}");
     assert_fits(&doc, "post", "/v1/kill/lift", &lifted);
 }
+
+/// The names `value`s serialize to, each through an exhaustive `match` in the caller so that a
+/// variant added to the real enum fails to compile here until its mirror has it too.
+fn names<T: serde::Serialize>(values: &[T]) -> Vec<String> {
+    let mut names: Vec<String> =
+        values.iter().map(|v| serde_json::to_value(v).unwrap().as_str().unwrap().to_owned()).collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn the_mirrored_enums_name_exactly_the_real_variants() {
+    // The schemas of the verdict answers mirror types of `bridle-core`, `bridle-runtime` and
+    // `bridle-apps`; an enum renamed or grown there must not leave the document behind.
+    use bridle_apps::lab::judge::{Judgement, Rule};
+    use bridle_apps::lab::loop_lab::{Goal, Measure, Stop};
+    use bridle_apps::lab::plan::{Element, PlanFormat};
+    use bridle_core::answer::Format;
+    use bridle_core::approval::ApprovalStatus;
+    use bridle_core::contract::{ApprovalLevel, RiskTier};
+    let app = app().await;
+    let (_, doc) = get(&app, "/openapi.json", None).await;
+    let documented = |name: &str| {
+        let mut values: Vec<String> = doc["components"]["schemas"][name]["enum"]
+            .as_array()
+            .unwrap_or_else(|| panic!("`{name}` is no enum"))
+            .iter()
+            .map(|v| v.as_str().unwrap().to_owned())
+            .collect();
+        values.sort();
+        values
+    };
+    let level = |l: ApprovalLevel| match l {
+        ApprovalLevel::Auto | ApprovalLevel::Approval | ApprovalLevel::SignOff => l,
+    };
+    let status = |s: ApprovalStatus| match s {
+        ApprovalStatus::Pending | ApprovalStatus::Granted | ApprovalStatus::Rejected | ApprovalStatus::Consumed => s,
+    };
+    let risk = |r: RiskTier| match r {
+        RiskTier::Read | RiskTier::Draft | RiskTier::LimitedChange | RiskTier::Destructive => r,
+    };
+    let format = |f: Format| match f {
+        Format::Json | Format::Fenced | Format::Bracket | Format::React | Format::Openai | Format::Anthropic => f,
+    };
+    let stop = |s: Stop| match s {
+        Stop::FinalAnswer
+        | Stop::MaxRounds
+        | Stop::RepeatedCall
+        | Stop::ConsecutiveFailures
+        | Stop::TranscriptEnded => s,
+    };
+    let element = |e: Element| match e {
+        Element::Method | Element::Hazard | Element::Measure | Element::Equipment | Element::Responsible => e,
+    };
+    let plan_format = |f: PlanFormat| match f {
+        PlanFormat::Numbered | PlanFormat::Bullets | PlanFormat::Headings | PlanFormat::Json => f,
+    };
+    let judgement = |j: Judgement| match j {
+        Judgement::NoMention | Judgement::Reported | Judgement::Followed => j,
+    };
+    let rule = |r: Rule| match r {
+        Rule::Marker | Rule::SkipClaim | Rule::Report => r,
+    };
+    let goal = |g: Goal| match g {
+        Goal::Guardrail | Goal::Scaffold | Goal::Force => g,
+    };
+    let measure = |m: Measure| match m {
+        Measure::Count | Measure::LengthMm | Measure::ForceN => m,
+    };
+    let outcome = |o: bridle_apps::lab::Outcome| match o {
+        bridle_apps::lab::Outcome::Pass | bridle_apps::lab::Outcome::Fail => o,
+    };
+    let check = |s: bridle_runtime::check::Status| match s {
+        bridle_runtime::check::Status::Ok | bridle_runtime::check::Status::Rejected => s,
+    };
+    let codes: Vec<_> = bridle_core::Code::ALL.to_vec();
+    for (schema, real) in [
+        ("ApprovalLevel", names(&[ApprovalLevel::Auto, ApprovalLevel::Approval, ApprovalLevel::SignOff].map(level))),
+        (
+            "ApprovalStatus",
+            names(
+                &[ApprovalStatus::Pending, ApprovalStatus::Granted, ApprovalStatus::Rejected, ApprovalStatus::Consumed]
+                    .map(status),
+            ),
+        ),
+        (
+            "RiskTier",
+            names(&[RiskTier::Read, RiskTier::Draft, RiskTier::LimitedChange, RiskTier::Destructive].map(risk)),
+        ),
+        (
+            "AnswerFormat",
+            names(
+                &[Format::Json, Format::Fenced, Format::Bracket, Format::React, Format::Openai, Format::Anthropic]
+                    .map(format),
+            ),
+        ),
+        (
+            "LoopStop",
+            names(
+                &[
+                    Stop::FinalAnswer,
+                    Stop::MaxRounds,
+                    Stop::RepeatedCall,
+                    Stop::ConsecutiveFailures,
+                    Stop::TranscriptEnded,
+                ]
+                .map(stop),
+            ),
+        ),
+        (
+            "PlanElement",
+            names(
+                &[Element::Method, Element::Hazard, Element::Measure, Element::Equipment, Element::Responsible]
+                    .map(element),
+            ),
+        ),
+        (
+            "PlanFormat",
+            names(
+                &[PlanFormat::Numbered, PlanFormat::Bullets, PlanFormat::Headings, PlanFormat::Json].map(plan_format),
+            ),
+        ),
+        ("Judgement", names(&[Judgement::NoMention, Judgement::Reported, Judgement::Followed].map(judgement))),
+        ("JudgeRule", names(&[Rule::Marker, Rule::SkipClaim, Rule::Report].map(rule))),
+        ("LoopGoal", names(&[Goal::Guardrail, Goal::Scaffold, Goal::Force].map(goal))),
+        ("LoopMeasure", names(&[Measure::Count, Measure::LengthMm, Measure::ForceN].map(measure))),
+        ("LabOutcome", names(&[bridle_apps::lab::Outcome::Pass, bridle_apps::lab::Outcome::Fail].map(outcome))),
+        (
+            "CheckStatus",
+            names(&[bridle_runtime::check::Status::Ok, bridle_runtime::check::Status::Rejected].map(check)),
+        ),
+        ("RejectCode", names(&codes)),
+    ] {
+        assert_eq!(documented(schema), real, "`{schema}` and the real enum differ");
+    }
+}
