@@ -151,9 +151,20 @@ pub struct ScanAnswer {
     pub score: f64,
     /// Attack families found (snake_case names).
     pub categories: Vec<String>,
-    /// Byte ranges `{start, end}` of the input.
-    #[schema(value_type = Vec<Object>)]
+    /// Where in the input each family was found.
+    #[schema(value_type = Vec<ScanSpan>)]
     pub spans: Vec<serde_json::Value>,
+}
+
+/// A byte range of the scanned input and the attack family found there.
+#[derive(Debug, ToSchema)]
+pub struct ScanSpan {
+    /// First byte.
+    pub start: u64,
+    /// One past the last byte.
+    pub end: u64,
+    /// The family (snake_case, as in `categories`).
+    pub category: String,
 }
 
 /// A guard verdict.
