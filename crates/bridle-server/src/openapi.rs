@@ -11,6 +11,12 @@ use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
 use utoipa::{Modify, OpenApi, ToSchema};
 
 use crate::api;
+
+mod examples;
+use examples::Examples;
+pub mod lab;
+pub mod outcomes;
+pub mod records;
 use crate::limits::{MAX_HEADER_BYTES, MAX_HEADERS, MAX_URI_BYTES};
 
 /// The error shape of every non-2xx answer.
@@ -59,15 +65,15 @@ pub struct ToolList {
 #[derive(Debug, ToSchema)]
 pub struct ApprovalList {
     /// Pending, unexpired ApprovalRequests of the caller's tenant.
-    #[schema(value_type = Vec<Object>)]
+    #[schema(value_type = Vec<records::ApprovalRequest>)]
     pub approvals: Vec<serde_json::Value>,
 }
 
 /// One approval request, with its plan.
 #[derive(Debug, ToSchema)]
 pub struct ApprovalAnswer {
-    /// The ApprovalRequest (`id`, `plan`, `plan_hash`, `level`, `status`, `grants`, expiry …).
-    #[schema(value_type = Object)]
+    /// The ApprovalRequest.
+    #[schema(value_type = records::ApprovalRequest)]
     pub approval: serde_json::Value,
 }
 
@@ -76,8 +82,8 @@ pub struct ApprovalAnswer {
 /// tool's own identity, never the caller's).
 #[derive(Debug, ToSchema)]
 pub struct ApprovalShown {
-    /// The ApprovalRequest (`id`, `plan`, `plan_hash`, `level`, `status`, `grants`, expiry …).
-    #[schema(value_type = Object)]
+    /// The ApprovalRequest.
+    #[schema(value_type = records::ApprovalRequest)]
     pub approval: serde_json::Value,
     /// The read tool's result; null when the tool names no resource or read tool, or the read
     /// failed (then `diff_error` says why).
@@ -106,7 +112,7 @@ pub struct FieldChange {
 #[derive(Debug, ToSchema)]
 pub struct AuditPage {
     /// AuditEvents of the caller's tenant, in chain order.
-    #[schema(value_type = Vec<Object>)]
+    #[schema(value_type = Vec<records::AuditEvent>)]
     pub events: Vec<serde_json::Value>,
     /// `after` for the next page; null on the last one.
     #[schema(required = true, minimum = 1)]
@@ -116,17 +122,16 @@ pub struct AuditPage {
 /// `POST /v1/kill`, `POST /v1/kill/lift`: what the switch did.
 #[derive(Debug, ToSchema)]
 pub struct KillAnswer {
-    /// `{switch: {tenant?, agent?, reason, set_by, set_at}, changed, unfinished: {pending_approvals,
-    /// jobs, paused_runs, cancelled_runs}}`.
-    #[schema(value_type = Object)]
+    /// The switch, whether it changed, and the unfinished work in its scope.
+    #[schema(value_type = records::KillReport)]
     pub kill: serde_json::Value,
 }
 
 /// `GET /v1/kill`: the switches covering the caller's tenant.
 #[derive(Debug, ToSchema)]
 pub struct KillList {
-    /// `[{tenant?, agent?, reason, set_by, set_at}]`, oldest first.
-    #[schema(value_type = Vec<Object>)]
+    /// The switches, oldest first.
+    #[schema(value_type = Vec<records::KillSwitch>)]
     pub switches: Vec<serde_json::Value>,
 }
 
@@ -146,9 +151,20 @@ pub struct ScanAnswer {
     pub score: f64,
     /// Attack families found (snake_case names).
     pub categories: Vec<String>,
-    /// Byte ranges `{start, end}` of the input.
-    #[schema(value_type = Vec<Object>)]
+    /// Where in the input each family was found.
+    #[schema(value_type = Vec<ScanSpan>)]
     pub spans: Vec<serde_json::Value>,
+}
+
+/// A byte range of the scanned input and the attack family found there.
+#[derive(Debug, ToSchema)]
+pub struct ScanSpan {
+    /// First byte.
+    pub start: u64,
+    /// One past the last byte.
+    pub end: u64,
+    /// The family (snake_case, as in `categories`).
+    pub category: String,
 }
 
 /// A guard verdict.
@@ -219,6 +235,10 @@ fn add_middleware_responses(operation: &mut Operation) {
         add("408", "the request took longer than the server's timeout (`request_timeout`)");
         add("429", "too many requests for this tenant and subject (`rate_limited`, with `Retry-After`)");
     }
+    add(
+        "500",
+        "the request could not be evaluated, e.g. a store did not answer (`internal_error`; the cause is logged, not sent)",
+    );
     if operation.request_body.is_some() {
         add("400", "body not JSON, or of the wrong shape (`bad_request`, `json_too_deep`), whatever its declared type");
         add("413", "body too large (`payload_too_large`)");
@@ -360,7 +380,7 @@ impl Modify for FeedbackBodyChoice {
         api::kill::list,
         crate::observe::render,
     ),
-    components(schemas(ErrorBody, ErrorDetail, Health, Ready, ToolList, ApprovalList, ApprovalAnswer, ApprovalShown, FieldChange, AuditPage, ScanAnswer, api::calls::CallBody, api::approvals::RejectBody,
+    components(schemas(ErrorBody, outcomes::CallAnswer, outcomes::CheckReport, lab::LoopReport, lab::PlanReport, lab::JudgeReport, lab::LabPrompt, ErrorDetail, Health, Ready, ToolList, ApprovalList, ApprovalAnswer, ApprovalShown, FieldChange, AuditPage, ScanAnswer, api::calls::CallBody, api::approvals::RejectBody,
         api::guard::ScanBody, api::guard::ScanChannel, api::check::CheckBody,
         api::lab::LoopBody, api::lab::PlanBody, api::lab::JudgeBody, api::lab::PromptBody,
         api::lab::LabGoal, api::lab::LabLang, api::lab::PromptLab, api::lab::StepCount,
@@ -377,7 +397,8 @@ impl Modify for FeedbackBodyChoice {
         &CallBodyChoice,
         &ClosedVariants,
         &FeedbackBodyChoice,
-        &WorkflowInputKeys
+        &WorkflowInputKeys,
+        &Examples
     )
 )]
 pub struct ApiDoc;

@@ -96,7 +96,7 @@ impl Answer {
             (`call_id`, `tool`, `status`: `ok` | `rejected` | `dry_run`, `result` or `rejection {code, message}`, \
             `plan_hash`, `level`, `approval_id` and, while it waits for a human, `approval_url`, `job_id`, …); an answer gives `{parse, calls: [CallOutcome]}`. \
             Gate rejections (`approval_required` with its approval id, `policy_denied`, `schema_rejected` …) \
-            are 200 responses carrying the verdict, never HTTP errors.", body = Value),
+            are 200 responses carrying the verdict, never HTTP errors.", body = crate::openapi::outcomes::CallAnswer),
         (status = 400, description = "malformed body (`bad_request`, `json_too_deep`)", body = crate::openapi::ErrorBody),
         (status = 401, description = "no valid token (`unauthenticated`)", body = crate::openapi::ErrorBody),
         (status = 413, description = "body too large (`payload_too_large`)", body = crate::openapi::ErrorBody),

@@ -30,7 +30,7 @@ pub struct CheckBody {
     security(("bearer" = [])),
     responses(
         (status = 200, description = "`{parse: {status, code, format}, calls: [{tool, arguments, status, code, message, result}]}`, \
-            the shape of `bridle check --json`. Rejected calls are verdicts inside a 200.", body = Value),
+            the shape of `bridle check --json`. Rejected calls are verdicts inside a 200.", body = crate::openapi::outcomes::CheckReport),
         (status = 400, description = "malformed body (`bad_request`, `json_too_deep`)", body = crate::openapi::ErrorBody),
         (status = 401, description = "no valid token (`unauthenticated`)", body = crate::openapi::ErrorBody),
         (status = 404, description = "the configuration has no `workbench` principal (`not_found`)", body = crate::openapi::ErrorBody),

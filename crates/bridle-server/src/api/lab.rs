@@ -273,7 +273,7 @@ fn to_json<T: serde::Serialize>(report: &T) -> Result<Json<Value>, ApiError> {
     request_body = LoopBody,
     security(("bearer" = [])),
     responses(
-        (status = 200, description = "the shape of `bridle lab loop --json`: `{rounds, stop, final_answer, references, outcome, …}`", body = Value),
+        (status = 200, description = "the shape of `bridle lab loop --json`: `{verdict, goal, value, rounds, stop, references, round_log, reasons, …}`", body = crate::openapi::lab::LoopReport),
         (status = 400, description = "malformed body (`bad_request`, `json_too_deep`)", body = crate::openapi::ErrorBody),
         (status = 401, description = "no valid token (`unauthenticated`)", body = crate::openapi::ErrorBody),
         (status = 404, description = "the configuration has no `workbench` principal (`not_found`)", body = crate::openapi::ErrorBody),
@@ -305,7 +305,7 @@ pub async fn run_loop(
     request_body = PlanBody,
     security(("bearer" = [])),
     responses(
-        (status = 200, description = "the shape of `bridle lab plan --json`: `{format, steps, checks, outcome, …}`", body = Value),
+        (status = 200, description = "the shape of `bridle lab plan --json`: `{verdict, format, requested_steps, step_count, steps, reasons, …}`", body = crate::openapi::lab::PlanReport),
         (status = 400, description = "malformed body (`bad_request`, `json_too_deep`)", body = crate::openapi::ErrorBody),
         (status = 401, description = "no valid token (`unauthenticated`)", body = crate::openapi::ErrorBody),
         (status = 422, description = "outside the lab's limits (`step_count_invalid`, `field_too_long`)", body = crate::openapi::ErrorBody),
@@ -322,7 +322,7 @@ pub async fn plan(_caller: Caller, JsonBody(body): JsonBody<PlanBody>) -> Result
     request_body = JudgeBody,
     security(("bearer" = [])),
     responses(
-        (status = 200, description = "the shape of `bridle lab judge --json`: `{verdict, sentences, …}` with byte offsets", body = Value),
+        (status = 200, description = "the shape of `bridle lab judge --json`: `{verdict, sentences, evidence}` with byte offsets", body = crate::openapi::lab::JudgeReport),
         (status = 400, description = "malformed body (`bad_request`, `json_too_deep`)", body = crate::openapi::ErrorBody),
         (status = 401, description = "no valid token (`unauthenticated`)", body = crate::openapi::ErrorBody),
         (status = 422, description = "outside the lab's limits (`field_too_long`)", body = crate::openapi::ErrorBody),
@@ -339,7 +339,7 @@ pub async fn run_judge(_caller: Caller, JsonBody(body): JsonBody<JudgeBody>) -> 
     request_body = PromptBody,
     security(("bearer" = [])),
     responses(
-        (status = 200, description = "`{prompt}`; the injection lab adds `delimiter` and `closing_delimiter_in_document`", body = Value),
+        (status = 200, description = "`{prompt}`; the injection lab adds `delimiter` and `closing_delimiter_in_document`", body = crate::openapi::lab::LabPrompt),
         (status = 400, description = "malformed body (`bad_request`, `json_too_deep`)", body = crate::openapi::ErrorBody),
         (status = 401, description = "no valid token (`unauthenticated`)", body = crate::openapi::ErrorBody),
         (status = 422, description = "outside the lab's limits (`too_many_rounds`, `step_count_invalid`, `seed_out_of_range`, `field_too_long`)", body = crate::openapi::ErrorBody),

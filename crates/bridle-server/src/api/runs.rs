@@ -223,7 +223,7 @@ pub struct RunList {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct DecisionList {
     /// The caller's tenant's most recent DecisionRecords.
-    #[schema(value_type = Vec<Object>)]
+    #[schema(value_type = Vec<crate::openapi::records::DecisionRecord>)]
     pub decisions: Vec<Value>,
 }
 

@@ -1,0 +1,282 @@
+//! The documented shapes of the stored records the API hands out: approval requests, audit
+//! events, decision records and kill switches, mirrored field for field from `bridle-core`
+//! (which knows nothing of OpenAPI); never serialized. The suite's `openapi` tests hold them to
+//! the real answers.
+
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use super::outcomes::ApprovalLevel;
+
+/// The exact call an approval binds.
+#[derive(Serialize, ToSchema)]
+pub struct Plan {
+    /// Tool.
+    tool: String,
+    /// Arguments (any JSON, an object for every call through the API).
+    arguments: Value,
+    /// Tenant.
+    tenant: String,
+    /// Requester (the token's subject).
+    subject: String,
+    /// Incident id (empty when none).
+    incident: String,
+    /// Run id.
+    run_id: String,
+}
+
+/// Where an approval request stands.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalStatus {
+    /// Waiting for grants.
+    Pending,
+    /// Enough grants; usable once.
+    Granted,
+    /// Refused by a human.
+    Rejected,
+    /// Used by a job; never usable again.
+    Consumed,
+}
+
+/// A tool's risk tier.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RiskTier {
+    /// Reads only.
+    Read,
+    /// Drafts, nothing applied.
+    Draft,
+    /// A bounded change.
+    LimitedChange,
+    /// A change that cannot be undone.
+    Destructive,
+}
+
+/// One approver's grant.
+#[derive(Serialize, ToSchema)]
+pub struct Grant {
+    /// Approver subject.
+    approver: String,
+    /// Whether the approver held `approval:sign_off` when granting.
+    sign_off: bool,
+    /// When it was given (RFC 3339).
+    #[schema(format = DateTime)]
+    at: String,
+}
+
+/// An approval request and, once granted, the approval itself.
+#[derive(Serialize, ToSchema)]
+pub struct ApprovalRequest {
+    /// Id.
+    id: String,
+    /// Tenant.
+    tenant: String,
+    /// The exact call it binds.
+    plan: Plan,
+    /// Hex SHA-256 of the plan's canonical form.
+    plan_hash: String,
+    /// Requester (the plan's subject).
+    requester: String,
+    /// Level needed.
+    level: ApprovalLevel,
+    /// Where it stands.
+    status: ApprovalStatus,
+    /// Grants so far.
+    grants: Vec<Grant>,
+    /// Why it was rejected.
+    #[schema(required = true)]
+    rejection_reason: Option<String>,
+    /// When it was asked for (RFC 3339).
+    #[schema(format = DateTime)]
+    created_at: String,
+    /// When it expires unanswered (RFC 3339).
+    #[schema(format = DateTime)]
+    expires_at: String,
+    /// The job that used it.
+    #[schema(required = true)]
+    consumed_by: Option<String>,
+    /// Why it was asked for (`{reasons: [...]}` and the like); absent when nothing was said.
+    #[schema(value_type = Object, required = false)]
+    context: Option<Value>,
+    /// The tool's risk tier, what the approver weighs (the list, the stream and one request;
+    /// absent after an approve or reject, or for a tool no longer registered).
+    #[schema(nullable = false)]
+    risk: Option<RiskTier>,
+}
+
+/// Time spent on a call, in microseconds.
+#[derive(Serialize, ToSchema)]
+pub struct Timings {
+    /// Whole call.
+    total_us: u64,
+    /// Policy evaluation.
+    policy_us: u64,
+    /// The adapter.
+    adapter_us: u64,
+}
+
+/// One event of a tenant's hash-chained audit log.
+#[derive(Serialize, ToSchema)]
+pub struct AuditEvent {
+    /// Position in the tenant's chain, from 1.
+    #[schema(minimum = 1)]
+    seq: u64,
+    /// What happened (`tool_call`, `approval_requested`, `approval_granted`, `job_settled`,
+    /// `kill_switch_set` …).
+    kind: String,
+    /// The call (or job, approval, run) it is about.
+    call_id: String,
+    /// When (RFC 3339).
+    #[schema(format = DateTime)]
+    at: String,
+    /// Tenant.
+    tenant: String,
+    /// Who acted.
+    subject: String,
+    /// Run id.
+    run_id: String,
+    /// Incident id.
+    incident: String,
+    /// Tool.
+    tool: String,
+    /// The policy set's version.
+    policy_version: String,
+    /// Plan hash.
+    #[schema(required = true)]
+    plan_hash: Option<String>,
+    /// Executor identity used.
+    #[schema(required = true)]
+    executor_identity: Option<String>,
+    /// Approval concerned.
+    #[schema(required = true)]
+    approval_id: Option<String>,
+    /// Approver.
+    #[schema(required = true)]
+    approver: Option<String>,
+    /// `executed`, `rejected`, `dry_run` or `replayed`.
+    #[schema(required = true)]
+    decision: Option<String>,
+    /// Reject code.
+    #[schema(required = true)]
+    code: Option<String>,
+    /// Why, in words.
+    #[schema(required = true)]
+    reason: Option<String>,
+    /// Time spent.
+    timings: Timings,
+    /// How an operator acted from a terminal: `token` or `as`; absent otherwise.
+    #[schema(nullable = false)]
+    auth: Option<String>,
+    /// The registered agent; absent without one.
+    #[schema(nullable = false)]
+    agent_id: Option<String>,
+    /// The agent's model; absent without one.
+    #[schema(nullable = false)]
+    model: Option<String>,
+    /// The agent's prompt hash; absent without one.
+    #[schema(nullable = false)]
+    prompt_hash: Option<String>,
+    /// Hash of the tool's contract schema; absent without one.
+    #[schema(nullable = false)]
+    tool_schema_hash: Option<String>,
+    /// Where the agent's identity came from; absent without one.
+    #[schema(nullable = false)]
+    agent_source: Option<String>,
+    /// Hash of the event's evidence (its reason), chained in place of the text.
+    #[schema(nullable = false)]
+    evidence_digest: Option<String>,
+    /// The previous event's hash (64 zeros for the first).
+    prev_hash: String,
+    /// This event's hash.
+    hash: String,
+    /// What the event means to an operator (`executed`, `waiting for approval`, `refused:
+    /// policy_denied` …).
+    display: String,
+}
+
+/// One model call of a pipeline run, as the decision log keeps it.
+#[derive(Serialize, ToSchema)]
+pub struct DecisionRecord {
+    /// Id.
+    decision_id: String,
+    /// The run.
+    pipeline_run_id: String,
+    /// Tenant.
+    tenant: String,
+    /// The agent (node) that called the model.
+    agent: String,
+    /// The model.
+    model: String,
+    /// What the model was given (any JSON).
+    input: Value,
+    /// What it answered (any JSON).
+    output: Value,
+    /// Prompt tokens.
+    prompt_tokens: u64,
+    /// Completion tokens.
+    completion_tokens: u64,
+    /// Latency.
+    latency_ms: u64,
+    /// The harness's checks on the answer (any JSON).
+    harness_checks: Value,
+    /// The harness's verdict.
+    final_verdict: String,
+    /// When (RFC 3339).
+    #[schema(format = DateTime)]
+    created_at: String,
+    /// Hash of the prompt; absent when unknown.
+    #[schema(nullable = false)]
+    prompt_hash: Option<String>,
+    /// Hash of the tool schemas offered; absent when unknown.
+    #[schema(nullable = false)]
+    tool_schema_hash: Option<String>,
+    /// The policy set's version; absent when unknown.
+    #[schema(nullable = false)]
+    policy_version: Option<String>,
+}
+
+/// A kill switch: every gate call in its scope is refused with `killed`.
+#[derive(Serialize, ToSchema)]
+pub struct KillSwitch {
+    /// The tenant it covers; absent for a global switch.
+    #[schema(nullable = false)]
+    tenant: Option<String>,
+    /// The agent it covers; absent for every agent.
+    #[schema(nullable = false)]
+    agent: Option<String>,
+    /// Why.
+    reason: String,
+    /// Who set it.
+    set_by: String,
+    /// When (RFC 3339).
+    #[schema(format = DateTime)]
+    set_at: String,
+}
+
+/// The unfinished work in a switch's scope when it was set.
+#[derive(Serialize, ToSchema)]
+pub struct Unfinished {
+    /// Pending approvals.
+    pending_approvals: Vec<ApprovalRequest>,
+    /// Jobs not final.
+    #[schema(value_type = Vec<Object>)]
+    jobs: Vec<Value>,
+    /// Paused or interrupted runs.
+    #[schema(value_type = Vec<Object>)]
+    paused_runs: Vec<Value>,
+    /// Runs asked to stop.
+    cancelled_runs: Vec<String>,
+}
+
+/// What a set or a lift did.
+#[derive(Serialize, ToSchema)]
+pub struct KillReport {
+    /// The switch.
+    switch: KillSwitch,
+    /// Whether anything changed (false: already set, or nothing to lift).
+    changed: bool,
+    /// The unfinished work in scope (empty lists on a lift).
+    unfinished: Unfinished,
+}
