@@ -388,11 +388,12 @@ pub fn verify_chain<'a>(tenant: &str, events: impl IntoIterator<Item = &'a Audit
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use time::macros::datetime;
 
-    fn record(i: u64) -> AuditRecord {
+    /// A rejected `scale_replicas` call of `tenant-a` (also the SIEM tests' fixture).
+    pub(crate) fn record(i: u64) -> AuditRecord {
         AuditRecord {
             kind: EventKind::ToolCall,
             call_id: format!("c-{i}"),

@@ -194,9 +194,11 @@ pub async fn observe(req: Request, next: Next) -> Response {
         error.r#type = tracing::field::Empty,
         latency_ms = tracing::field::Empty,
     );
-    let parent = opentelemetry::global::get_text_map_propagator(|p| p.extract(&Headers(req.headers())));
-    // Err: no OpenTelemetry layer is installed (export off), and there is nothing to continue.
-    let _ = tracing_opentelemetry::OpenTelemetrySpanExt::set_parent(&span, parent);
+    if req.headers().contains_key("traceparent") {
+        let parent = opentelemetry::global::get_text_map_propagator(|p| p.extract(&Headers(req.headers())));
+        // Err: no OpenTelemetry layer is installed (export off), and there is nothing to continue.
+        let _ = tracing_opentelemetry::OpenTelemetrySpanExt::set_parent(&span, parent);
+    }
     let started = Instant::now();
     let response = next.run(req).instrument(span.clone()).await;
     let elapsed = started.elapsed();

@@ -226,16 +226,13 @@ pub async fn export(config: Option<&Path>, db: Option<&str>, o: &ExportOptions<'
     let hostname = std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()).unwrap_or_else(|| "bridle".to_owned());
     let mut sink = match (&o.format, o.syslog_tcp) {
         (Output::Otlp(url), _) => Sink::Otlp(otlp::Exporter::new(url.clone())?),
-        (_, Some(addr)) => Sink::Tcp(
+        (Output::Lines(format), Some(addr)) => Sink::Tcp(
             tokio::net::TcpStream::connect(addr)
                 .await
                 .with_context(|| format!("connecting to the collector {addr}"))?,
+            *format,
         ),
-        (_, None) => Sink::Stdout,
-    };
-    let format = match &o.format {
-        Output::Lines(f) => *f,
-        Output::Otlp(_) => Format::Jsonl,
+        (Output::Lines(format), None) => Sink::Stdout(*format),
     };
     // Where each tenant's export stands: the last seq written.
     let mut after: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
@@ -251,13 +248,7 @@ pub async fn export(config: Option<&Path>, db: Option<&str>, o: &ExportOptions<'
                 let Some(last) = page.last() else { break };
                 *from = last.seq;
                 let events: Vec<&AuditEvent> = page.iter().filter(|e| o.window.holds(e)).collect();
-                if let Sink::Otlp(exporter) = &sink {
-                    exporter.send(&events).await?;
-                    continue;
-                }
-                for event in events {
-                    sink.send(&siem::line(event, format, &hostname)).await?;
-                }
+                sink.send(&events, &hostname).await?;
             }
         }
         // Past `--until` nothing new can qualify: following would wait forever.
@@ -295,22 +286,29 @@ pub struct ExportOptions<'a> {
 
 /// Where exported events go.
 enum Sink {
-    Stdout,
-    /// A collector: RFC 6587 octet counting (`LEN SP MSG`), so a line may hold anything.
-    Tcp(tokio::net::TcpStream),
+    /// Lines in this format on stdout.
+    Stdout(Format),
+    /// Lines to a collector: RFC 6587 octet counting (`LEN SP MSG`), so a line may hold anything.
+    Tcp(tokio::net::TcpStream, Format),
     /// An OTLP/HTTP collector, one request per page.
     Otlp(otlp::Exporter),
 }
 
 impl Sink {
-    async fn send(&mut self, line: &str) -> anyhow::Result<()> {
+    /// Sends one page's `events`.
+    async fn send(&mut self, events: &[&AuditEvent], hostname: &str) -> anyhow::Result<()> {
         match self {
-            Sink::Stdout => super::out::line(line),
-            Sink::Tcp(stream) => {
+            Sink::Otlp(exporter) => exporter.send(events).await,
+            Sink::Stdout(format) => events.iter().try_for_each(|e| super::out::line(&siem::line(e, *format, hostname))),
+            Sink::Tcp(stream, format) => {
                 use tokio::io::AsyncWriteExt;
-                stream.write_all(format!("{} {line}", line.len()).as_bytes()).await.context("sending to the collector")
+                for e in events {
+                    let line = siem::line(e, *format, hostname);
+                    let frame = format!("{} {line}", line.len());
+                    stream.write_all(frame.as_bytes()).await.context("sending to the collector")?;
+                }
+                Ok(())
             }
-            Sink::Otlp(_) => anyhow::bail!("an OTLP export sends events, not lines"),
         }
     }
 }

@@ -201,29 +201,17 @@ impl Window {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::{AuditRecord, Timings, Versions};
+    use crate::audit::{AuditRecord, Versions};
 
     fn event(reason: &str) -> AuditEvent {
         let record = AuditRecord {
-            kind: EventKind::ToolCall,
-            call_id: "c-1".into(),
             at: OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap_or(OffsetDateTime::UNIX_EPOCH),
-            tenant: "tenant-a".into(),
             subject: "requester=1|x".into(),
             run_id: "run-1".into(),
             incident: String::new(),
-            tool: "scale_replicas".into(),
-            policy_version: "v1".into(),
-            plan_hash: None,
-            executor_identity: None,
-            approval_id: None,
-            approver: None,
-            decision: Some(Decision::Rejected),
-            code: Some("policy_denied".into()),
             reason: Some(reason.into()),
-            timings: Timings::default(),
-            auth: None,
             versions: Versions::tools_only("h"),
+            ..crate::audit::tests::record(1)
         };
         AuditEvent { seq: 7, record, evidence_digest: None, prev_hash: "p".repeat(64), hash: "a".repeat(64) }
     }
