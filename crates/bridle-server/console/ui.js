@@ -1,6 +1,6 @@
 // Small DOM helpers: elements are built with createElement and text nodes only (never
 // innerHTML with data), so nothing pasted or returned by the API can become markup.
-import { t } from './i18n.js';
+import { t, lang } from './i18n.js';
 
 export function h(tag, attrs = {}, ...children) {
   const el = document.createElement(tag);
@@ -57,10 +57,15 @@ export function errorBox(err) {
   return h('div', { class: 'error-box', role: 'alert' }, h('strong', {}, code), ': ', msg);
 }
 
+// A date and time in the console's language, with the browser's time zone named (say
+// "3 Dec 2026, 21:20:23 UTC" or "2026. 12. 3. 오후 9:20:23 UTC").
 export function time(iso) {
   if (!iso) return '';
   const d = new Date(iso);
-  return Number.isNaN(d.getTime()) ? String(iso) : d.toLocaleString();
+  if (Number.isNaN(d.getTime())) return String(iso);
+  return d.toLocaleString(lang() === 'ko' ? 'ko-KR' : 'en-GB', {
+    dateStyle: 'medium', timeStyle: 'medium', timeZoneName: 'short',
+  });
 }
 
 export function facts(pairs) {
@@ -72,11 +77,17 @@ export function facts(pairs) {
   return dl;
 }
 
+// A table that becomes stacked cards on a narrow screen: each cell carries its column's header
+// as `data-label`, which app.css shows beside the value below 640 px.
 export function table(headers, rows) {
+  const body = h('tbody', {}, rows);
+  for (const tr of body.rows) {
+    [...tr.cells].forEach((td, i) => { if (headers[i] !== undefined) td.dataset.label = String(headers[i]); });
+  }
   return h('div', { class: 'table-wrap', tabindex: '0' },
     h('table', {},
       h('thead', {}, h('tr', {}, headers.map((x) => h('th', { scope: 'col' }, x)))),
-      h('tbody', {}, rows)));
+      body));
 }
 
 // A copy button: the clipboard when the browser allows it, else the text is selected.

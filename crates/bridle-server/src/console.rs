@@ -40,7 +40,7 @@ macro_rules! asset {
 const JS: &str = "text/javascript; charset=utf-8";
 
 /// Every file the console consists of.
-static ASSETS: [Asset; 15] = [
+static ASSETS: &[Asset] = &[
     asset!("index.html", "text/html; charset=utf-8"),
     asset!("app.css", "text/css; charset=utf-8"),
     asset!("icon.svg", "image/svg+xml"),
@@ -128,7 +128,7 @@ mod tests {
 
     #[test]
     fn no_page_carries_an_inline_script_or_an_outside_address() {
-        for a in &ASSETS {
+        for a in ASSETS {
             if a.path.ends_with(".html") {
                 for (i, _) in a.body.match_indices("<script") {
                     let tag = &a.body[i..a.body[i..].find('>').map_or(a.body.len(), |e| i + e)];

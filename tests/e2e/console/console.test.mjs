@@ -1,93 +1,13 @@
 // Browser tests of the console served by a real `bridle serve` (started by run.sh): Debian's
-// chromium driven by playwright-core. Each test fails on any console error, page error or
-// horizontal overflow; screenshots at 390 and 1280 px go to $BRIDLE_E2E_OUT.
-import { test, before, after, afterEach } from 'node:test';
+// chromium driven by playwright-core, through support.mjs. Each test fails on any console error,
+// page error or horizontal overflow; screenshots at 390 and 1280 px go to $BRIDLE_E2E_OUT.
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, readdirSync } from 'node:fs';
-import { chromium } from 'playwright-core';
-
-const BASE = process.env.BRIDLE_URL;
-const OPERATOR = process.env.BRIDLE_OPERATOR_TOKEN;
-const REQUESTER = process.env.BRIDLE_REQUESTER_TOKEN;
-const FAB = process.env.BRIDLE_FAB_URL;
-const FAB_CHOICE = process.env.BRIDLE_FAB_CHOICE_URL;
-const FAB_AGENT = process.env.BRIDLE_FAB_AGENT_TOKEN;
-const FAB_OPERATOR = process.env.BRIDLE_FAB_OPERATOR_TOKEN;
-const REPLAY_REPORT = process.env.BRIDLE_REPLAY_REPORT;
-const REPLAY_AB_REPORT = process.env.BRIDLE_REPLAY_AB_REPORT;
-const OUT = process.env.BRIDLE_E2E_OUT || 'test-output';
-const CHROMIUM = process.env.BRIDLE_CHROMIUM || '/usr/bin/chromium';
-const WIDTHS = [390, 1280];
-const TIMEOUT = 15000;
-
-let browser;
-let problems = [];
-
-before(async () => {
-  assert.ok(BASE && OPERATOR && REQUESTER, 'run through run.sh (BRIDLE_URL and tokens)');
-  mkdirSync(OUT, { recursive: true });
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
-});
-
-after(async () => { if (browser) await browser.close(); });
-
-afterEach(() => {
-  const seen = problems;
-  problems = [];
-  assert.deepEqual(seen, [], `console errors or page errors:\n${seen.join('\n')}`);
-});
-
-async function page(width = 1280) {
-  const context = await browser.newContext({ viewport: { width, height: 900 }, colorScheme: 'light' });
-  const p = await context.newPage();
-  p.setDefaultTimeout(TIMEOUT);
-  p.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
-  p.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
-  return p;
-}
-
-async function signIn(p, token = OPERATOR, hash = '#/approvals', base = BASE) {
-  await p.goto(`${base}/${hash}`);
-  await p.fill('#token', token);
-  await p.click('#signin');
-  await p.waitForSelector('#whoami');
-}
-
-async function noOverflow(p, what) {
-  const [scroll, inner] = await p.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
-  assert.ok(scroll <= inner, `${what}: horizontal overflow (${scroll} > ${inner})`);
-}
-
-async function shoot(p, name) {
-  for (const width of WIDTHS) {
-    await p.setViewportSize({ width, height: 900 });
-    await p.waitForTimeout(50);
-    await noOverflow(p, `${name} at ${width} px`);
-    await p.screenshot({ path: `${OUT}/${name}-${width}.png`, fullPage: true });
-  }
-  await p.setViewportSize({ width: 1280, height: 900 });
-}
-
-async function api(method, path, token, body, base = BASE) {
-  const r = await fetch(`${base}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  return { status: r.status, body: await r.json() };
-}
-
-// The requester's run for its scale calls: the plan an approval binds includes the run id, so the
-// identical call after an approval names the same run (without one, the server mints a new run).
-const SCALE_RUN = 'run-console';
-
-// A scale_replicas call that needs an approval: returns the approval id.
-async function requestScale(replicas) {
-  const r = await api('POST', '/v1/calls', REQUESTER, { tool: 'scale_replicas', arguments: { service: 'checkout', replicas, resource_version: 7 }, run_id: SCALE_RUN });
-  assert.equal(r.status, 200, JSON.stringify(r.body));
-  assert.equal(r.body.rejection.code, 'approval_required', JSON.stringify(r.body));
-  return r.body.approval_id;
-}
+import { readFileSync, readdirSync } from 'node:fs';
+import {
+  BASE, OPERATOR, REQUESTER, FAB, FAB_CHOICE, FAB_AGENT, FAB_OPERATOR, REPLAY_REPORT, REPLAY_AB_REPORT,
+  forgive, page, signIn, shoot, api, SCALE_RUN, requestScale,
+} from './support.mjs';
 
 test('both dictionaries hold the same keys, and every key the views name exists', () => {
   const dir = new URL('../../../crates/bridle-server/console/', import.meta.url);
@@ -132,7 +52,7 @@ test('sign in refuses a bad token and accepts a good one; keyboard reaches the f
   await p.waitForSelector('.error-box');
   assert.match(await p.textContent('.error-box'), /unauthenticated/);
   // The refused token's 401 is a console "Failed to load resource" line from the browser itself.
-  problems = problems.filter((x) => !x.includes('401'));
+  forgive((x) => x.includes('401'));
   await p.fill('#token', OPERATOR);
   await p.press('#token', 'Tab');
   await p.keyboard.press('Enter');

@@ -4,7 +4,7 @@
 # and the fab example twice with a scripted model (a rejected then approved plan; a choice
 # between causes). Mints the tokens with `bridle token issue`, writes two replay reports (`bridle
 # demo fab` into a SQLite file, then `bridle replay --report` on one scripted model and `--ab` on
-# two) for the Drift view's report viewer, and runs console.test.mjs
+# two) for the Drift view's report viewer, and runs every *.test.mjs here
 # (node's test runner; playwright-core driving Debian's chromium). Screenshots at 390 and
 # 1280 px land in $BRIDLE_E2E_OUT (default tests/e2e/console/test-output, gitignored).
 #
@@ -105,7 +105,7 @@ export BRIDLE_REPLAY_REPORT="$work/replay.json" BRIDLE_REPLAY_AB_REPORT="$work/r
 rm -rf "$out"
 mkdir -p "$out"
 status=0
-(cd "$here" && node --test --test-concurrency=1 console.test.mjs) || status=$?
+(cd "$here" && node --test --test-concurrency=1 ./*.test.mjs) || status=$?
 if [ "$status" -ne 0 ]; then
   echo "console e2e: FAILED (server logs below)"
   for log in "$work"/*.log; do echo "-- $log"; tail -n 30 "$log"; done
