@@ -63,8 +63,10 @@ export function time(iso) {
   if (!iso) return '';
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return String(iso);
+  // (dateStyle cannot be combined with timeZoneName: the parts are named one by one.)
   return d.toLocaleString(lang() === 'ko' ? 'ko-KR' : 'en-GB', {
-    dateStyle: 'medium', timeStyle: 'medium', timeZoneName: 'short',
+    year: 'numeric', month: 'short', day: 'numeric',
+    hour: '2-digit', minute: '2-digit', second: '2-digit', timeZoneName: 'short',
   });
 }
 

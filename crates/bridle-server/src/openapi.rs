@@ -56,9 +56,86 @@ pub struct Ready {
 /// `GET /v1/tools`.
 #[derive(Debug, ToSchema)]
 pub struct ToolList {
-    /// The caller's exposed tools, in the asked-for form.
-    #[schema(value_type = Vec<Object>)]
+    /// The caller's exposed tools, in the asked-for form (all in one form).
+    #[schema(value_type = Vec<ToolEntry>)]
     pub tools: Vec<serde_json::Value>,
+}
+
+/// One listed tool: an MCP `tools/list` entry (the default) or an OpenAI function
+/// (`?format=openai`).
+#[derive(ToSchema)]
+#[serde(untagged)]
+pub enum ToolEntry {
+    /// `?format=mcp`.
+    Mcp(McpTool),
+    /// `?format=openai`.
+    Openai(OpenaiTool),
+}
+
+/// A tool as MCP `tools/list` lists it.
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpTool {
+    /// The tool's name, what a call names.
+    pub name: String,
+    /// Display title.
+    pub title: String,
+    /// What it does, for the model.
+    pub description: String,
+    /// JSON Schema 2020-12 of its arguments.
+    #[schema(value_type = Object)]
+    pub input_schema: serde_json::Value,
+    /// JSON Schema of its result, when the contract declares one.
+    #[schema(value_type = Object, required = false)]
+    pub output_schema: Option<serde_json::Value>,
+    /// Hints from the contract (never from an upstream).
+    pub annotations: ToolAnnotations,
+}
+
+/// MCP tool annotations as the contract sets them.
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolAnnotations {
+    /// Display title.
+    pub title: String,
+    /// Whether the tool only reads.
+    pub read_only_hint: bool,
+    /// Change tools only: whether its risk tier is `destructive`.
+    #[schema(nullable = false)]
+    pub destructive_hint: Option<bool>,
+    /// Change tools only: whether repeating an identical call has no further effect.
+    #[schema(nullable = false)]
+    pub idempotent_hint: Option<bool>,
+}
+
+/// A tool in OpenAI function-calling form.
+#[derive(ToSchema)]
+pub struct OpenaiTool {
+    /// Always `function`.
+    #[schema(inline)]
+    pub r#type: FunctionType,
+    /// The function.
+    pub function: OpenaiFunction,
+}
+
+/// The one tool type of the OpenAI form.
+#[derive(ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FunctionType {
+    /// A function tool.
+    Function,
+}
+
+/// An OpenAI function definition.
+#[derive(ToSchema)]
+pub struct OpenaiFunction {
+    /// The tool's name.
+    pub name: String,
+    /// What it does, for the model.
+    pub description: String,
+    /// JSON Schema 2020-12 of its arguments.
+    #[schema(value_type = Object)]
+    pub parameters: serde_json::Value,
 }
 
 /// `GET /v1/approvals`.

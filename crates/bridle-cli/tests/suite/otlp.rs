@@ -1,7 +1,8 @@
 //! OTLP trace export end to end: `bridle serve` with `OTEL_EXPORTER_OTLP_ENDPOINT` naming a fake
 //! collector (axum on 127.0.0.1:0 taking `POST /v1/traces`) exports, for one tool call over HTTP,
 //! a protobuf `ExportTraceServiceRequest` with the request's `http_request` span and the
-//! `gate_call` span nested in it; the spans still queued are sent when SIGTERM stops the server.
+//! `gate_call` span nested in it, the MCP request's span, a graph run's node spans and the model
+//! calls inside them; the spans still queued are sent when SIGTERM stops the server.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -249,6 +250,25 @@ async fn one_call_exports_its_http_request_and_gate_call_spans_over_otlp() {
             assert!(attribute(call, "gen_ai.response.model").is_some(), "{call:?}");
         }
     }
+    // Each node of the run: an INTERNAL span named for the node, with the graph, run, step and
+    // outcome; the model calls a node makes nest in it.
+    let nodes: Vec<&Span> = spans.iter().filter(|s| attribute(s, "bridle.node").is_some()).collect();
+    assert!(nodes.len() >= 2, "no graph node spans in {names:?}");
+    for node in &nodes {
+        assert_eq!(node.kind, 1, "SPAN_KIND_INTERNAL");
+        assert_eq!(node.name, format!("node {}", attribute(node, "bridle.node").unwrap()));
+        assert_eq!(attribute(node, "bridle.graph").as_deref(), Some("seed001-analysis"));
+        assert!(attribute(node, "bridle.run_id").is_some_and(|r| !r.is_empty()));
+        let outcome = attribute(node, "bridle.outcome").unwrap_or_default();
+        assert!(["ok", "degraded", "paused", "failed"].contains(&outcome.as_str()), "{node:?}");
+    }
+    assert!(
+        spans
+            .iter()
+            .filter(|s| attribute(s, "gen_ai.operation.name").as_deref() == Some("chat"))
+            .all(|call| nodes.iter().any(|n| n.span_id == call.parent_span_id)),
+        "every model call of the run nests in its node's span"
+    );
 }
 
 fn hex(bytes: &[u8]) -> String {

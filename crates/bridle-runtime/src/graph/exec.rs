@@ -16,6 +16,7 @@ use futures_util::future::join_all;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinHandle;
+use tracing::Instrument;
 
 use super::builder::{Compiled, Target};
 use super::event::{Event, RunOutcome};
@@ -407,7 +408,8 @@ impl<'a> Runner<'a> {
             raised: AtomicU32::new(0),
             calls: AtomicU32::new(0),
         }));
-        let mut result = self.attempts(task, entry, &input, &ctx).await;
+        let span = node_span(&self.graph.name, &entry.name, &self.config.thread_id, self.step);
+        let mut result = self.attempts(task, entry, &input, &ctx).instrument(span.clone()).await;
         let mut degraded = false;
         if let (Err(e), Some(handler)) = (&result, &entry.options.on_error)
             && !matches!(e.kind, NodeErrorKind::Interrupt(_))
@@ -416,6 +418,7 @@ impl<'a> Runner<'a> {
             degraded = true;
             result = self.graph.schema.check(&update.0).map(|()| update).map_err(NodeError::rejected);
         }
+        record_node_outcome(&span, &result, degraded);
         let result = result.map(Update::into_value);
         if let Ok(update) = &result {
             if active {
@@ -688,4 +691,35 @@ fn resolve(
 
 fn store_error(e: bridle_core::ports::StoreError) -> Rejection {
     Rejection::new(Code::NodeFailed, format!("checkpoint store: {e}"))
+}
+
+/// The INTERNAL span of one node's task (what OpenTelemetry exports per graph node): the graph,
+/// node, run and step, and the outcome once known.
+fn node_span(graph: &str, node: &str, run_id: &str, step: u64) -> tracing::Span {
+    tracing::info_span!(
+        "graph_node",
+        otel.name = %format!("node {node}"),
+        otel.status_code = tracing::field::Empty,
+        bridle.graph = %graph,
+        bridle.node = %node,
+        bridle.run_id = %run_id,
+        bridle.step = step,
+        bridle.outcome = tracing::field::Empty,
+        error.r#type = tracing::field::Empty,
+    )
+}
+
+/// `bridle.outcome` on a node's span: `ok`, `degraded` (its error handler answered), `paused`
+/// (an interrupt for a human), or `failed` with the stable code as `error.type` and an ERROR
+/// status.
+fn record_node_outcome<T>(span: &tracing::Span, result: &Result<T, NodeError>, degraded: bool) {
+    match result {
+        Ok(_) => span.record("bridle.outcome", if degraded { "degraded" } else { "ok" }),
+        Err(e) if matches!(e.kind, NodeErrorKind::Interrupt(_)) => span.record("bridle.outcome", "paused"),
+        Err(e) => {
+            span.record("bridle.outcome", "failed");
+            span.record("error.type", e.rejection.code.as_str());
+            span.record("otel.status_code", "ERROR")
+        }
+    };
 }

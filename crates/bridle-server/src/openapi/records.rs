@@ -261,13 +261,90 @@ pub struct Unfinished {
     /// Pending approvals.
     pending_approvals: Vec<ApprovalRequest>,
     /// Jobs not final.
-    #[schema(value_type = Vec<Object>)]
-    jobs: Vec<Value>,
+    jobs: Vec<Job>,
     /// Paused or interrupted runs.
-    #[schema(value_type = Vec<Object>)]
-    paused_runs: Vec<Value>,
+    paused_runs: Vec<ThreadSummary>,
     /// Runs asked to stop.
     cancelled_runs: Vec<String>,
+}
+
+/// Where a job stands.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum JobStatus {
+    /// Approval consumed (if any); nothing sent yet.
+    Reserved,
+    /// Sent to the adapter; outcome not yet recorded.
+    Dispatched,
+    /// The adapter confirmed the effect.
+    Succeeded,
+    /// The adapter refused or failed; no effect.
+    Failed,
+    /// The effect may or may not have happened; reconcile before anything else.
+    Unknown,
+}
+
+/// One execution of a plan: the unit of exactly-once.
+#[derive(Serialize, ToSchema)]
+pub struct Job {
+    /// Job id.
+    id: String,
+    /// Tenant.
+    tenant: String,
+    /// Requester (the token's subject).
+    subject: String,
+    /// Client-chosen idempotency key, unique per tenant and subject.
+    #[schema(required = true)]
+    idempotency_key: Option<String>,
+    /// The plan executed.
+    plan: Plan,
+    /// Hex SHA-256 of the plan's canonical form.
+    plan_hash: String,
+    /// The executor identity used.
+    executor: String,
+    /// The approval consumed for it.
+    #[schema(required = true)]
+    approval_id: Option<String>,
+    /// Where it stands.
+    status: JobStatus,
+    /// The gate's stored answer (a CallOutcome) once final.
+    #[schema(required = true, value_type = Option<Object>)]
+    outcome: Option<Value>,
+    /// Created at (RFC 3339).
+    #[schema(format = DateTime)]
+    created_at: String,
+    /// Last transition (RFC 3339).
+    #[schema(format = DateTime)]
+    updated_at: String,
+}
+
+/// Where a run's thread stands.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ThreadStatus {
+    /// Steps remain.
+    Running,
+    /// Paused for a human; resumed by interrupt id.
+    Interrupted,
+    /// Finished.
+    Done,
+    /// Stopped by an error.
+    Failed,
+    /// Stopped by cancellation.
+    Cancelled,
+}
+
+/// A run's thread: the head of its newest checkpoint.
+#[derive(Serialize, ToSchema)]
+pub struct ThreadSummary {
+    /// The thread (run) id.
+    thread_id: String,
+    /// The graph that wrote the newest checkpoint.
+    graph: String,
+    /// Where it stands.
+    status: ThreadStatus,
+    /// Its step.
+    step: u64,
 }
 
 /// What a set or a lift did.

@@ -299,6 +299,26 @@ async fn the_request_examples_do_what_their_answers_say() {
 }
 
 #[tokio::test]
+async fn both_forms_of_the_tool_list_fit_their_typed_schema() {
+    let app = app().await;
+    let (_, doc) = get(&app, "/openapi.json", None).await;
+    let token = super::support::token("requester-1");
+    let (_, mcp) = get(&app, "/v1/tools", Some(&token)).await;
+    let (_, openai) = get(&app, "/v1/tools?format=openai", Some(&token)).await;
+    assert!(!mcp["tools"].as_array().unwrap().is_empty(), "{mcp}");
+    assert_eq!(mcp["tools"].as_array().map(Vec::len), openai["tools"].as_array().map(Vec::len));
+    assert_fits(&doc, "get", "/v1/tools", &mcp);
+    assert_fits(&doc, "get", "/v1/tools", &openai);
+    let entry = validator(&doc, &json!({"$ref": "#/components/schemas/ToolEntry"}));
+    let mut broken = mcp["tools"][0].clone();
+    broken.as_object_mut().unwrap().remove("inputSchema");
+    assert!(!entry.is_valid(&broken), "an MCP entry without its input schema does not fit");
+    let mut broken = openai["tools"][0].clone();
+    broken["type"] = json!("web_search");
+    assert!(!entry.is_valid(&broken), "an OpenAI entry of another type does not fit");
+}
+
+#[tokio::test]
 async fn approvals_audit_events_and_kill_switches_fit_their_typed_schemas() {
     // The records inside the envelopes are typed too: an approval with its plan and grants, an
     // audit event with its chain links, a kill switch with the work it left unfinished.
@@ -331,6 +351,43 @@ async fn approvals_audit_events_and_kill_switches_fit_their_typed_schemas() {
     let (_, lifted) = super::support::post(&app, "/v1/kill/lift", Some(&kill), &json!({})).await;
     assert_eq!(lifted["kill"]["changed"], true, "{lifted}");
     assert_fits(&doc, "post", "/v1/kill/lift", &lifted);
+    // The unfinished work a switch reports: a job and a paused run, as the runtime writes them.
+    let plan = bridle_core::plan::Plan {
+        tool: "scale_replicas".into(),
+        arguments: json!({"service": "checkout", "replicas": 3}),
+        tenant: "tenant-a".into(),
+        subject: "requester-1".into(),
+        incident: String::new(),
+        run_id: "run-1".into(),
+    };
+    let now = time::OffsetDateTime::now_utc();
+    let job = bridle_core::job::Job {
+        id: "job-1".into(),
+        tenant: "tenant-a".into(),
+        subject: "requester-1".into(),
+        idempotency_key: None,
+        plan_hash: plan.hash().unwrap(),
+        plan,
+        executor: "scaler".into(),
+        approval_id: Some("apr-1".into()),
+        status: bridle_core::job::JobStatus::Dispatched,
+        outcome: None,
+        created_at: now,
+        updated_at: now,
+    };
+    let thread = bridle_core::checkpoint::ThreadSummary {
+        thread_id: "run-2".into(),
+        graph: "fab".into(),
+        status: bridle_core::checkpoint::ThreadStatus::Interrupted,
+        step: 3,
+    };
+    let mut report = set["kill"].clone();
+    report["unfinished"]["jobs"] = json!([job]);
+    report["unfinished"]["paused_runs"] = json!([thread]);
+    let kill_report = validator(&doc, &json!({"$ref": "#/components/schemas/KillReport"}));
+    assert!(kill_report.is_valid(&report), "{report}");
+    report["unfinished"]["jobs"][0]["status"] = json!("maybe");
+    assert!(!kill_report.is_valid(&report), "an unknown job status does not fit");
 }
 
 /// The names `value`s serialize to, each through an exhaustive `match` in the caller so that a
@@ -407,6 +464,20 @@ async fn the_mirrored_enums_name_exactly_the_real_variants() {
     let check = |s: bridle_runtime::check::Status| match s {
         bridle_runtime::check::Status::Ok | bridle_runtime::check::Status::Rejected => s,
     };
+    use bridle_core::checkpoint::ThreadStatus;
+    use bridle_core::job::JobStatus;
+    let job = |s: JobStatus| match s {
+        JobStatus::Reserved | JobStatus::Dispatched | JobStatus::Succeeded | JobStatus::Failed | JobStatus::Unknown => {
+            s
+        }
+    };
+    let thread = |s: ThreadStatus| match s {
+        ThreadStatus::Running
+        | ThreadStatus::Interrupted
+        | ThreadStatus::Done
+        | ThreadStatus::Failed
+        | ThreadStatus::Cancelled => s,
+    };
     let codes: Vec<_> = bridle_core::Code::ALL.to_vec();
     for (schema, real) in [
         ("ApprovalLevel", names(&[ApprovalLevel::Auto, ApprovalLevel::Approval, ApprovalLevel::SignOff].map(level))),
@@ -452,6 +523,32 @@ async fn the_mirrored_enums_name_exactly_the_real_variants() {
             "PlanFormat",
             names(
                 &[PlanFormat::Numbered, PlanFormat::Bullets, PlanFormat::Headings, PlanFormat::Json].map(plan_format),
+            ),
+        ),
+        (
+            "JobStatus",
+            names(
+                &[
+                    JobStatus::Reserved,
+                    JobStatus::Dispatched,
+                    JobStatus::Succeeded,
+                    JobStatus::Failed,
+                    JobStatus::Unknown,
+                ]
+                .map(job),
+            ),
+        ),
+        (
+            "ThreadStatus",
+            names(
+                &[
+                    ThreadStatus::Running,
+                    ThreadStatus::Interrupted,
+                    ThreadStatus::Done,
+                    ThreadStatus::Failed,
+                    ThreadStatus::Cancelled,
+                ]
+                .map(thread),
             ),
         ),
         ("Judgement", names(&[Judgement::NoMention, Judgement::Reported, Judgement::Followed].map(judgement))),
