@@ -80,6 +80,12 @@ function detail(main, runId, { signal }) {
   // The kept history (server records) and the run's tool calls; refreshed while it runs.
   const renderHistory = (run) => {
     if (run.kind === 'calls') clear(outcome).append(h('p', { class: 'muted' }, t('runs.calls_only')));
+    const drawn = run.graph && run.graph.nodes.length ? drawGraph(run.graph) : null;
+    const oldGraph = main.querySelector('#run-graph-box');
+    if (drawn) {
+      const box = h('div', { id: 'run-graph-box', class: 'panel' }, drawn);
+      if (oldGraph) oldGraph.replaceWith(box); else timeline.before(box);
+    }
     if (run.events && run.events.length) {
       clear(timeline);
       for (const ev of run.events) timeline.append(eventItem(ev.event, ev));
@@ -210,6 +216,52 @@ function detail(main, runId, { signal }) {
     });
   };
   refresh().then((run) => { if (run) watch(); });
+}
+
+// The run's graph as SVG (built with DOM calls, no inline style): nodes in layers by their
+// distance from the start, each coloured by its state through a CSS class.
+const SVGNS = 'http://www.w3.org/2000/svg';
+function svg(tag, attrs, ...kids) {
+  const el = document.createElementNS(SVGNS, tag);
+  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
+  el.append(...kids);
+  return el;
+}
+function drawGraph(graph) {
+  const depth = new Map();
+  const ids = graph.nodes.map((n) => n.id);
+  const next = (id) => graph.edges.filter((e) => e.from === id).map((e) => e.to).filter((to) => ids.includes(to));
+  let layer = graph.edges.filter((e) => e.from === '__start__').map((e) => e.to).filter((to) => ids.includes(to));
+  for (let d = 0; layer.length && d < ids.length; d += 1) {
+    const fresh = layer.filter((id) => !depth.has(id));
+    fresh.forEach((id) => depth.set(id, d));
+    layer = [...new Set(fresh.flatMap(next))];
+  }
+  ids.forEach((id) => { if (!depth.has(id)) depth.set(id, depth.size ? Math.max(...depth.values()) + 1 : 0); });
+  const rows = new Map();
+  const pos = new Map();
+  const W = 150; const H = 34; const GX = 40; const GY = 22;
+  for (const id of ids) {
+    const d = depth.get(id); const r = rows.get(d) || 0; rows.set(d, r + 1);
+    pos.set(id, { x: 10 + r * (W + GX), y: 10 + d * (H + GY) });
+  }
+  const width = 20 + Math.max(...rows.values()) * (W + GX);
+  const height = 20 + (Math.max(...depth.values()) + 1) * (H + GY);
+  const out = svg('svg', { class: 'run-graph', id: 'run-graph', viewBox: `0 0 ${width} ${height}`, role: 'img', 'aria-label': t('runs.graph') });
+  for (const e of graph.edges) {
+    const a = pos.get(e.from); const b = pos.get(e.to);
+    if (a && b) out.append(svg('line', { class: 'edge', x1: a.x + W / 2, y1: a.y + H, x2: b.x + W / 2, y2: b.y }));
+  }
+  for (const n of graph.nodes) {
+    const p = pos.get(n.id);
+    const label = `${n.id} · ${t(`runs.node_${n.state}`)}`;
+    out.append(svg('g', { class: `node ${n.state}`, 'data-node': n.id, 'data-state': n.state },
+      svg('title', {}, label),
+      svg('rect', { x: p.x, y: p.y, width: W, height: H, rx: 6 }),
+      svg('text', { x: p.x + 8, y: p.y + 14 }, n.id.length > 20 ? `${n.id.slice(0, 19)}…` : n.id),
+      svg('text', { x: p.x + 8, y: p.y + 28, class: 'state' }, t(`runs.node_${n.state}`))));
+  }
+  return out;
 }
 
 // The state without the engine's own keys (`_requester`, `_visits` …).
