@@ -145,6 +145,19 @@ pub struct ThreadSummary {
     pub step: u64,
 }
 
+/// One kept event of a run's history (`Checkpointer::append_run_event`): what happened, as the
+/// runtime recorded it (a JSON object with an `event` name and an RFC 3339 `at`), and when, in
+/// milliseconds since the Unix epoch (what retention compares).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunEventRow {
+    /// Order within the run, from 1 (the first event is never dropped by the per-run bound).
+    pub seq: u64,
+    /// When, in milliseconds since the Unix epoch.
+    pub at_ms: i64,
+    /// The event.
+    pub body: Value,
+}
+
 /// When a run writes its checkpoints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -510,4 +510,19 @@ pub trait Checkpointer: Send + Sync {
     /// Threads with at least one checkpoint matching `query`, by thread id descending, each with
     /// the head of its newest checkpoint (threads holding only task writes are not listed).
     async fn threads(&self, query: &ThreadQuery) -> StoreResult<Vec<ThreadSummary>>;
+    /// Appends one event to the run history of `thread_id` (a JSON object) at `at_ms`, then
+    /// keeps the thread's first event and its newest `keep - 1` (`keep` ≥ 2), so a run's history
+    /// stays bounded however long it runs.
+    async fn append_run_event(&self, thread_id: &str, at_ms: i64, body: &Value, keep: u32) -> StoreResult<()>;
+    /// The kept history of `thread_id`, oldest first.
+    async fn run_events(&self, thread_id: &str) -> StoreResult<Vec<crate::checkpoint::RunEventRow>>;
+    /// The first and the newest kept event of `thread_id` (the same row twice when there is
+    /// one), for listings; `None` without history.
+    async fn run_event_span(
+        &self,
+        thread_id: &str,
+    ) -> StoreResult<Option<(crate::checkpoint::RunEventRow, crate::checkpoint::RunEventRow)>>;
+    /// Deletes the history of every run whose newest event is older than `before_ms`
+    /// (retention); returns how many events went.
+    async fn prune_run_events(&self, before_ms: i64) -> StoreResult<u64>;
 }

@@ -8,7 +8,7 @@ pub mod sqlite;
 
 use std::sync::Arc;
 
-use bridle_core::checkpoint::{Checkpoint, TaskWrites, ThreadStatus, ThreadSummary};
+use bridle_core::checkpoint::{Checkpoint, RunEventRow, TaskWrites, ThreadStatus, ThreadSummary};
 use bridle_core::ports::{Checkpointer, StoreError, StoreResult};
 use serde::Serialize;
 
@@ -79,6 +79,22 @@ fn decode_writes(thread_id: &str, step: u64, task_id: &str, body: &str) -> Store
         )));
     }
     Ok(writes)
+}
+
+/// A run event back from its row.
+fn decode_event(thread_id: &str, seq: i64, at_ms: i64, body: &str) -> StoreResult<RunEventRow> {
+    let body = serde_json::from_str(body)
+        .map_err(|e| StoreError::Corrupt(format!("run event {seq} of `{thread_id}`: {e}")))?;
+    let seq = u64::try_from(seq).map_err(|_| StoreError::Corrupt(format!("run event seq is negative ({seq})")))?;
+    Ok(RunEventRow { seq, at_ms, body })
+}
+
+/// The first and newest of a run's span rows (one row when they are the same event).
+fn span_of(thread_id: &str, rows: Vec<(i64, i64, String)>) -> StoreResult<Option<(RunEventRow, RunEventRow)>> {
+    let mut rows = rows.into_iter().map(|(seq, at, body)| decode_event(thread_id, seq, at, &body));
+    let Some(first) = rows.next().transpose()? else { return Ok(None) };
+    let last = rows.next_back().transpose()?.unwrap_or_else(|| first.clone());
+    Ok(Some((first, last)))
 }
 
 /// A listed thread back from its row (`status` as stored in its column).

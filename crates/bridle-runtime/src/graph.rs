@@ -123,6 +123,15 @@ impl std::fmt::Debug for Graph {
     }
 }
 
+/// A graph's nodes and edges ([`Graph::shape`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct GraphShape {
+    /// Node names, in declaration order.
+    pub nodes: Vec<String>,
+    /// `(from, to)`; `__start__` and `__end__` stand for the graph's ends.
+    pub edges: Vec<(String, String)>,
+}
+
 /// How a run begins.
 pub(crate) enum Begin {
     /// A new thread with this input.
@@ -142,6 +151,48 @@ impl Graph {
     /// `name@hash`, as written into checkpoints.
     pub fn id(&self) -> &str {
         &self.0.id
+    }
+
+    /// Its nodes in declaration order and its edges (static edges, every target a conditional
+    /// edge may choose, joins), `__start__` and `__end__` included as ends: what a drawing needs.
+    pub fn shape(&self) -> GraphShape {
+        let nodes: Vec<String> = self.0.nodes.iter().map(|n| n.name.to_string()).collect();
+        let name = |i: &Option<usize>| match i {
+            Some(i) => nodes.get(*i).cloned().unwrap_or_default(),
+            None => builder::END.to_owned(),
+        };
+        let mut edges: Vec<(String, String)> = Vec::new();
+        let mut add = |from: &str, to: String| {
+            if !edges.iter().any(|(f, t)| f == from && *t == to) {
+                edges.push((from.to_owned(), to));
+            }
+        };
+        for start in &self.0.start {
+            add(builder::START, name(start));
+        }
+        if let Some((_, targets)) = &self.0.start_router {
+            let mut targets: Vec<&String> = targets.iter().collect();
+            targets.sort();
+            for t in targets {
+                add(builder::START, t.clone());
+            }
+        }
+        for entry in &self.0.nodes {
+            for next in &entry.next {
+                add(&entry.name, name(next));
+            }
+            if let Some((_, targets)) = &entry.router {
+                let mut targets: Vec<&String> = targets.iter().collect();
+                targets.sort();
+                for t in targets {
+                    add(&entry.name, t.clone());
+                }
+            }
+            for j in entry.joins.iter().filter_map(|j| self.0.joins.get(*j)) {
+                add(&entry.name, name(&Some(j.target)));
+            }
+        }
+        GraphShape { nodes, edges }
     }
 
     /// Starts a new thread and streams its events.

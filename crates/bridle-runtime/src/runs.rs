@@ -8,8 +8,14 @@
 //! lookup goes through the caller's tenant and another tenant's run id is simply unknown. Run
 //! ids are UUIDv7 (time first), so a tenant's threads by id descending are its runs newest
 //! first: that is how [`Runs::list`] pages. While
-//! a run is in flight its events are kept in memory and copied to every subscriber; once it has
-//! finished, what remains is the checkpointer's latest checkpoint.
+//! a run is in flight its events are kept in memory and copied to every subscriber; every run's
+//! events are also kept as server records with the checkpointer (`runs/history.rs`: bounded per
+//! run, with retention), which is what the run view shows for running, paused and finished runs
+//! alike, with its graph's node states, its tool calls from the audit log, start time, starter
+//! and duration. A run id the gate knows but no graph ran (calls a caller made with its own
+//! `run_id`) is viewed from its run record and audit events.
+
+pub mod history;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -19,10 +25,11 @@ use bridle_core::{Code, Principal, Rejection};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::graph::{Event, Graph};
+use crate::graph::{Event, Graph, GraphShape, RunStream};
 use crate::llm::LlmClient;
 use crate::runtime::Runtime;
 use crate::workflow::{CompiledWorkflow, REQUESTER as WORKFLOW_REQUESTER, WorkflowDeps};
+pub use history::Timing;
 
 /// Builds a pipeline's graph acting for the starter, over the runtime with the run's model.
 pub type BuildGraph =
@@ -67,11 +74,32 @@ pub enum RunError {
     Internal(String),
 }
 
+/// What a viewed run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunKind {
+    /// A graph run (a pipeline or a workflow) of this service.
+    Graph,
+    /// Calls made through the gate under a run id no graph ran (a caller-chosen `run_id`), in
+    /// this state of its run record.
+    Calls(bridle_core::runs::RunState),
+}
+
 /// Where a run stands, from the checkpointer and the runs in flight.
 #[derive(Debug, Clone)]
 pub struct RunView {
     /// The run id (without the tenant).
     pub run_id: String,
+    /// A graph run, or calls only.
+    pub kind: RunKind,
+    /// Its kept history, oldest first (each an object with `event` and `at`).
+    pub events: Vec<Value>,
+    /// The graph with each node's state (`{nodes: [{id, state}], edges: [{from, to}]}`); `None`
+    /// for calls only.
+    pub graph: Option<Value>,
+    /// Its tool calls and approval events from the audit log, oldest first.
+    pub calls: Vec<Value>,
+    /// Start, starter, duration.
+    pub timing: Timing,
     /// The pipeline's API name.
     pub pipeline: String,
     /// `running`, `interrupted`, `done`, `failed` or `cancelled`.
@@ -97,6 +125,8 @@ pub struct RunSummary {
     pub status: ThreadStatus,
     /// The super-step of the latest checkpoint (0 before the first).
     pub steps: u64,
+    /// Start, starter, duration (from its kept history; empty without one).
+    pub timing: Timing,
 }
 
 /// One page of a tenant's runs.
@@ -124,6 +154,8 @@ pub struct Runs {
     runtime: Arc<Runtime>,
     pipelines: Vec<Pipeline>,
     live: LiveMap,
+    /// Graph shapes by graph id (`name@hash`), for drawings.
+    shapes: Mutex<HashMap<String, GraphShape>>,
 }
 
 impl std::fmt::Debug for Runs {
@@ -144,7 +176,7 @@ impl Runs {
     /// Runs of `pipelines` (and of workflows) over `runtime`; background runs are drained by
     /// [`Runtime::drain`].
     pub fn new(runtime: Arc<Runtime>, pipelines: Vec<Pipeline>) -> Self {
-        Self { runtime, pipelines, live: Arc::default() }
+        Self { runtime, pipelines, live: Arc::default(), shapes: Mutex::default() }
     }
 
     /// The pipeline named `name`.
@@ -179,9 +211,10 @@ impl Runs {
         {
             fields.insert(field.to_owned(), serde_json::to_value(starter).map_err(|e| internal(&e))?);
         }
+        self.remember(&graph);
         self.track(&thread)?;
         let stream = graph.stream(self.run_config(pipeline, &thread, starter), input);
-        self.runtime.spawn_stream(stream, self.feeder(thread));
+        self.run_kept(thread, stream, vec![history::started(starter, pipeline)], true);
         Ok(run_id)
     }
 
@@ -215,9 +248,10 @@ impl Runs {
             }
             None => return Err(RunError::Refused(Rejection::new(Code::BadRequest, "a workflow's input is an object"))),
         }
+        self.remember(compiled.graph());
         self.track(&thread)?;
         let stream = compiled.start(compiled.run_config(&self.runtime, &thread), input);
-        self.runtime.spawn_stream(stream, self.feeder(thread));
+        self.run_kept(thread, stream, vec![history::started(starter, "workflow")], true);
         Ok(run_id)
     }
 
@@ -228,8 +262,10 @@ impl Runs {
         let compiled = CompiledWorkflow::for_runtime(workflow, &self.runtime, &thread).map_err(RunError::Refused)?;
         let events = self.track_watched(&thread)?;
         let allowance = compiled.allowance();
+        self.remember(compiled.graph());
         let stream = compiled.start(compiled.run_config(&self.runtime, &thread), input);
-        self.runtime.spawn_stream(stream, self.feeder(thread.clone()));
+        let first = json!({"event": "started", "by": compiled.workflow().principal, "pipeline": "workflow"});
+        self.run_kept(thread.clone(), stream, vec![first], true);
         Ok(FileRun { thread, allowance, events })
     }
 
@@ -248,7 +284,7 @@ impl Runs {
         let compiled = CompiledWorkflow::for_runtime(workflow, &self.runtime, thread).map_err(RunError::Refused)?;
         let events = self.track_watched(thread)?;
         let stream = compiled.resume(compiled.run_config(&self.runtime, thread), interrupt_id, value);
-        self.runtime.spawn_stream(stream, self.feeder(thread.to_owned()));
+        self.run_kept(thread.to_owned(), stream, Vec::new(), false);
         Ok(events)
     }
 
@@ -276,10 +312,19 @@ impl Runs {
         Ok(checkpoint)
     }
 
-    /// Answers `interrupt_id` of the caller's run with `value`; the rest runs in the background.
-    pub async fn resume(&self, tenant: &str, run_id: &str, interrupt_id: &str, value: Value) -> Result<(), RunError> {
+    /// Answers `interrupt_id` of the run `run_id` of `by`'s tenant with `value`, `by` being who
+    /// answers (kept in the run's history); the rest runs in the background.
+    pub async fn resume(&self, by: &Principal, run_id: &str, interrupt_id: &str, value: Value) -> Result<(), RunError> {
+        let tenant = by.tenant.as_str();
         let thread = thread_id(tenant, run_id);
         let checkpoint = self.pending(&thread, run_id, interrupt_id).await?;
+        let answer = checkpoint
+            .interrupts
+            .iter()
+            .find(|i| i.id == interrupt_id)
+            .map(|i| history::answered(by, i, &value))
+            .into_iter()
+            .collect::<Vec<_>>();
         let pipeline = self.pipeline_of(&checkpoint).ok_or_else(|| not_found(run_id))?;
         if pipeline == "workflow" {
             // The file the run was compiled from, unchanged; a changed or removed file cannot
@@ -294,14 +339,14 @@ impl Runs {
             let compiled = self.workflow(workflow, &self.starter_of(pipeline, tenant, &checkpoint)?, &thread)?;
             self.track(&thread)?;
             let stream = compiled.resume(compiled.run_config(&self.runtime, &thread), interrupt_id, value);
-            self.runtime.spawn_stream(stream, self.feeder(thread));
+            self.run_kept(thread, stream, answer, false);
             return Ok(());
         }
         let starter = self.starter_of(pipeline, tenant, &checkpoint)?;
         let graph = self.graph(pipeline, &starter, &thread)?;
         self.track(&thread)?;
         let stream = graph.resume(self.run_config(pipeline, &thread, &starter), interrupt_id, value);
-        self.runtime.spawn_stream(stream, self.feeder(thread));
+        self.run_kept(thread, stream, answer, false);
         Ok(())
     }
 
@@ -315,36 +360,122 @@ impl Runs {
         self.runtime.run_config_for(thread, &agents)
     }
 
-    /// Where the caller's run stands.
+    /// Where the caller's run stands, with its kept history, graph, tool calls and timing; a
+    /// run id no graph ran but the gate knows (calls made under it) is viewed from its run
+    /// record and audit events.
     pub async fn view(&self, tenant: &str, run_id: &str) -> Result<RunView, RunError> {
         let thread = thread_id(tenant, run_id);
         let live = self.is_live(&thread);
-        match self.latest(&thread).await? {
-            Some(checkpoint) => Ok(RunView {
-                run_id: run_id.to_owned(),
-                pipeline: self.pipeline_of(&checkpoint).unwrap_or("unknown").to_owned(),
-                status: self.status_of(&thread, &checkpoint),
-                steps: checkpoint.step,
-                interrupts: serde_json::to_value(&checkpoint.interrupts).map_err(|e| internal(&e))?,
-                state: checkpoint.state,
-                error: checkpoint.error,
-            }),
+        let checkpoint = self.latest(&thread).await?;
+        if checkpoint.is_none() && !live {
+            return self.calls_only(tenant, run_id).await;
+        }
+        let rows = self.runtime.checkpointer.run_events(&thread).await.map_err(|e| internal(&e))?;
+        let events: Vec<Value> = rows.iter().map(|r| r.body.clone()).collect();
+        let calls = self.calls(tenant, &thread).await?;
+        let Some(checkpoint) = checkpoint else {
             // Started, no checkpoint written yet.
-            None if live => Ok(RunView {
+            let status = ThreadStatus::Running;
+            let graph = history::drawing(&history::shape_from(&events), &events, status, &[]);
+            return Ok(RunView {
                 run_id: run_id.to_owned(),
-                pipeline: String::new(),
-                status: ThreadStatus::Running,
+                kind: RunKind::Graph,
+                pipeline: events
+                    .first()
+                    .and_then(|e| e.get("pipeline"))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                status,
                 steps: 0,
                 interrupts: json!([]),
                 state: json!({}),
                 error: None,
-            }),
-            None => Err(not_found(run_id)),
+                timing: span_timing(rows.first(), rows.last(), status),
+                events,
+                graph: Some(graph),
+                calls,
+            });
+        };
+        let pipeline = self.pipeline_of(&checkpoint).unwrap_or("unknown");
+        let status = self.status_of(&thread, &checkpoint);
+        let shape =
+            self.shape_of(pipeline, &checkpoint.graph, tenant, &thread).unwrap_or_else(|| history::shape_from(&events));
+        let graph = history::drawing(&shape, &events, status, &checkpoint.interrupts);
+        let mut timing = span_timing(rows.first(), rows.last(), status);
+        if timing.starter.is_none() {
+            timing.starter =
+                self.starter_of(pipeline, tenant, &checkpoint).ok().map(|p| p.subject).filter(|s| !s.is_empty());
         }
+        Ok(RunView {
+            run_id: run_id.to_owned(),
+            kind: RunKind::Graph,
+            pipeline: pipeline.to_owned(),
+            status,
+            steps: checkpoint.step,
+            interrupts: serde_json::to_value(&checkpoint.interrupts).map_err(|e| internal(&e))?,
+            state: checkpoint.state,
+            error: checkpoint.error,
+            timing,
+            events,
+            graph: Some(graph),
+            calls,
+        })
+    }
+
+    /// A run id no graph ran: its record in the run ledger and its calls in the audit log;
+    /// `not_found` when neither knows it.
+    async fn calls_only(&self, tenant: &str, run_id: &str) -> Result<RunView, RunError> {
+        let record = self.runtime.stores.runs.run(tenant, run_id).await.map_err(|e| internal(&e))?;
+        let calls = self.calls(tenant, run_id).await?;
+        if record.is_none() && calls.is_empty() {
+            return Err(not_found(run_id));
+        }
+        let at = |c: Option<&Value>| {
+            c.and_then(|c| c.get("at"))
+                .and_then(Value::as_str)
+                .and_then(|t| time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339).ok())
+        };
+        let (state, starter, opened, last) = match &record {
+            Some(r) => (r.state, Some(r.subject.clone()), Some(r.opened_at), Some(r.last_call_at)),
+            None => (
+                bridle_core::runs::RunState::Open,
+                calls.first().and_then(|c| c.get("subject")).and_then(Value::as_str).map(str::to_owned),
+                at(calls.first()),
+                at(calls.last()),
+            ),
+        };
+        let rfc = |t: time::OffsetDateTime| t.format(&time::format_description::well_known::Rfc3339).ok();
+        let timing = Timing {
+            started_at: opened.and_then(rfc),
+            starter,
+            duration_ms: opened.zip(last).and_then(|(a, b)| u64::try_from((b - a).whole_milliseconds()).ok()),
+        };
+        Ok(RunView {
+            run_id: run_id.to_owned(),
+            kind: RunKind::Calls(state),
+            pipeline: String::new(),
+            status: ThreadStatus::Done,
+            steps: 0,
+            interrupts: json!([]),
+            state: json!({}),
+            error: None,
+            events: Vec::new(),
+            graph: None,
+            calls,
+            timing,
+        })
+    }
+
+    /// The tool calls and approval events the gate recorded under `gate_run_id` (a graph run's
+    /// calls carry its thread id).
+    async fn calls(&self, tenant: &str, gate_run_id: &str) -> Result<Vec<Value>, RunError> {
+        history::calls(self.runtime.stores.audit.as_ref(), tenant, gate_run_id).await.map_err(RunError::Internal)
     }
 
     /// The events of the caller's run: those so far and the rest as they come while it runs;
-    /// for a finished run, one `finished` event built from its latest checkpoint.
+    /// for a run not in flight here, its kept history and a `finished` event built from its
+    /// latest checkpoint.
     pub async fn subscribe(&self, tenant: &str, run_id: &str) -> Result<mpsc::UnboundedReceiver<Value>, RunError> {
         let thread = thread_id(tenant, run_id);
         let (tx, rx) = mpsc::unbounded_channel::<Value>();
@@ -373,6 +504,13 @@ impl Runs {
             return Ok(rx);
         }
         let view = self.view(tenant, run_id).await?;
+        if view.kind != RunKind::Graph {
+            return Err(not_found(run_id));
+        }
+        // Its kept history first, then how it stands now.
+        for event in view.events.iter().filter(|e| e.get("event").and_then(Value::as_str) != Some("finished")) {
+            let _ = tx.send(event.clone());
+        }
         let outcome = json!({
             "thread_id": thread,
             "status": view.status,
@@ -418,19 +556,35 @@ impl Runs {
                 let pipeline = self.pipeline_of_graph(&t.graph).unwrap_or("unknown").to_owned();
                 let status = if live.contains(&t.thread_id) { ThreadStatus::Running } else { t.status };
                 let run_id = t.thread_id.strip_prefix(&prefix).unwrap_or_default().to_owned();
-                (t.thread_id, RunSummary { run_id, pipeline, status, steps: t.step })
+                (t.thread_id, RunSummary { run_id, pipeline, status, steps: t.step, timing: Timing::default() })
             })
             .collect();
         for thread in live {
             if !runs.iter().any(|(t, _)| *t == thread) {
                 let run_id = thread.strip_prefix(&prefix).unwrap_or_default().to_owned();
-                let summary = RunSummary { run_id, pipeline: String::new(), status: ThreadStatus::Running, steps: 0 };
+                let summary = RunSummary {
+                    run_id,
+                    pipeline: String::new(),
+                    status: ThreadStatus::Running,
+                    steps: 0,
+                    timing: Timing::default(),
+                };
                 runs.push((thread, summary));
             }
         }
         runs.retain(|(_, r)| status.is_none_or(|s| r.status == s));
         runs.sort_by(|a, b| b.0.cmp(&a.0));
         runs.truncate(limit as usize);
+        for (thread, summary) in &mut runs {
+            let span = self.runtime.checkpointer.run_event_span(thread).await.map_err(|e| internal(&e))?;
+            if let Some((first, last)) = span {
+                summary.timing = history::timing(&first, &last, summary.status);
+                if summary.pipeline.is_empty() {
+                    summary.pipeline =
+                        first.body.get("pipeline").and_then(Value::as_str).unwrap_or_default().to_owned();
+                }
+            }
+        }
         let next_after = if runs.len() >= limit as usize {
             runs.last().map(|(_, r)| r.run_id.clone())
         } else {
@@ -474,6 +628,57 @@ impl Runs {
             entry.subscribers.push(tx);
         }
         Ok(rx)
+    }
+
+    /// Runs `stream` in the background: keeps `first` (who started or answered) and then each
+    /// event in the run's history before handing it to the live map and subscribers, so a run
+    /// seen as finished has its history complete. `prune` drops old histories first (a start).
+    fn run_kept(&self, thread: String, mut stream: RunStream, first: Vec<Value>, prune: bool) {
+        let checkpointer = self.runtime.checkpointer.clone();
+        let feed = self.feeder(thread.clone());
+        self.runtime.spawn_background(async move {
+            if prune {
+                history::prune(&checkpointer).await;
+            }
+            for record in first {
+                history::keep(&checkpointer, &thread, record).await;
+            }
+            while let Some(event) = stream.next().await {
+                if let Some(record) = history::record(&event) {
+                    history::keep(&checkpointer, &thread, record).await;
+                }
+                feed(&event);
+            }
+        });
+    }
+
+    /// Keeps the shape of `graph` for drawings of its runs.
+    fn remember(&self, graph: &Graph) {
+        if let Ok(mut shapes) = self.shapes.lock()
+            && !shapes.contains_key(graph.id())
+        {
+            shapes.insert(graph.id().to_owned(), graph.shape());
+        }
+    }
+
+    /// The shape of the graph `graph_id` (`name@hash`) of a run of `pipeline` in `tenant`: kept,
+    /// else built again (a pipeline's, or an unchanged workflow file's); `None` when it cannot be.
+    fn shape_of(&self, pipeline: &str, graph_id: &str, tenant: &str, thread: &str) -> Option<GraphShape> {
+        if let Some(shape) = self.shapes.lock().ok().and_then(|s| s.get(graph_id).cloned()) {
+            return Some(shape);
+        }
+        let nobody = Principal::new("", tenant, &[], &[]);
+        let graph = if pipeline == "workflow" {
+            let workflow = crate::workflow::find_by_graph(graph_id, &self.runtime.config)?;
+            self.workflow(workflow, &nobody, thread).ok()?.graph().clone()
+        } else {
+            self.graph(pipeline, &nobody, thread).ok()?
+        };
+        // Another version of the pipeline's graph: its shape is not this run's.
+        (graph.id() == graph_id).then(|| {
+            self.remember(&graph);
+            graph.shape()
+        })
     }
 
     /// The `on_event` callback of a run: keeps the event, copies it to the subscribers, and
@@ -530,4 +735,16 @@ impl Runs {
 
 fn not_found(run_id: &str) -> RunError {
     RunError::NotFound(format!("no run `{run_id}`"))
+}
+
+/// A run's timing from its first and newest kept events (empty without history).
+fn span_timing(
+    first: Option<&bridle_core::checkpoint::RunEventRow>,
+    last: Option<&bridle_core::checkpoint::RunEventRow>,
+    status: ThreadStatus,
+) -> Timing {
+    match first.zip(last) {
+        Some((first, last)) => history::timing(first, last, status),
+        None => Timing::default(),
+    }
 }

@@ -372,6 +372,12 @@ impl Runtime {
         });
     }
 
+    /// Runs `task` in the background beside the runs, so [`Runtime::drain`] waits for it too
+    /// (a run kept with its history, `runs.rs`).
+    pub fn spawn_background(&self, task: impl std::future::Future<Output = ()> + Send + 'static) {
+        self.background.lock().unwrap_or_else(PoisonError::into_inner).spawn(task);
+    }
+
     /// Waits for the background runs started so far (for a runtime shared behind an `Arc`,
     /// which cannot be `shutdown`).
     pub async fn drain(&self) {

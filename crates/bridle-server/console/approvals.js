@@ -78,7 +78,7 @@ export function view(main, { signal, parts }) {
         [t('approvals.grants'), (a.grants || []).map((g) => g.approver || JSON.stringify(g)).join(', ') || '—'],
         [t('approvals.run'), !a.plan.run_id ? '—' : isGraphRun(a.plan)
           ? h('a', { href: `#/runs/${encodeURIComponent(runIdOf(a.plan.run_id))}` }, runIdOf(a.plan.run_id))
-          : a.plan.run_id],
+          : h('a', { href: `#/runs/${encodeURIComponent(a.plan.run_id)}` }, a.plan.run_id)],
       ]),
       h('h3', {}, t('approvals.arguments')), json(a.plan.arguments),
       h('h3', {}, t('approvals.diff')), diffBox,

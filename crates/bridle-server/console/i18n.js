@@ -272,6 +272,20 @@ const en = {
   'feedback.comment': 'Comment',
   'feedback.rater': 'Rater',
   'feedback.score': 'score {score}',
+  // run history (issue 26 point 4)
+  'runs.started_at': 'Started',
+  'runs.starter': 'Started by',
+  'runs.duration': 'Duration',
+  'runs.calls': 'Tool calls',
+  'runs.calls_only': 'Calls made under this run id (no pipeline ran it)',
+  'runs.answered_by': 'answered by {who}',
+  'runs.pick_one': 'Pick a cause first.',
+  'runs.graph': 'The run\'s graph',
+  'runs.node_done': 'done',
+  'runs.node_running': 'running',
+  'runs.node_paused': 'waiting for a human',
+  'runs.node_failed': 'failed',
+  'runs.node_not_reached': 'not reached',
 };
 
 const ko = {
@@ -543,6 +557,20 @@ const ko = {
   'feedback.comment': '의견',
   'feedback.rater': '평가자',
   'feedback.score': '점수 {score}',
+  // run history (issue 26 point 4)
+  'runs.started_at': '시작',
+  'runs.starter': '시작한 사람',
+  'runs.duration': '소요 시간',
+  'runs.calls': '도구 호출',
+  'runs.calls_only': '이 실행 ID로 이루어진 호출 (파이프라인 실행 아님)',
+  'runs.answered_by': '{who} 님이 응답',
+  'runs.pick_one': '먼저 원인을 고르세요.',
+  'runs.graph': '실행 그래프',
+  'runs.node_done': '완료',
+  'runs.node_running': '실행 중',
+  'runs.node_paused': '사람의 응답 대기',
+  'runs.node_failed': '실패',
+  'runs.node_not_reached': '도달하지 않음',
 };
 
 export const DICTIONARIES = { en, ko };

@@ -5,8 +5,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
 use async_trait::async_trait;
-use bridle_core::checkpoint::{Checkpoint, TaskWrites, ThreadQuery, ThreadSummary};
+use bridle_core::checkpoint::{Checkpoint, RunEventRow, TaskWrites, ThreadQuery, ThreadSummary};
 use bridle_core::ports::{Checkpointer, StoreError, StoreResult};
+use serde_json::Value;
 
 /// One thread's checkpoints by step and task writes by step.
 #[derive(Debug, Default)]
@@ -15,10 +16,18 @@ struct Thread {
     writes: BTreeMap<u64, Vec<TaskWrites>>,
 }
 
+/// One run's kept history and the seq of its last appended event.
+#[derive(Debug, Default)]
+struct History {
+    last_seq: u64,
+    events: Vec<RunEventRow>,
+}
+
 /// Checkpoints held in a map.
 #[derive(Debug, Default)]
 pub struct MemoryCheckpointer {
     threads: Mutex<HashMap<String, Thread>>,
+    histories: Mutex<HashMap<String, History>>,
 }
 
 impl MemoryCheckpointer {
@@ -31,6 +40,12 @@ impl MemoryCheckpointer {
         let mut threads =
             self.threads.lock().map_err(|_| StoreError::Unavailable("checkpointer lock poisoned".into()))?;
         Ok(f(&mut threads))
+    }
+
+    fn with_histories<T>(&self, f: impl FnOnce(&mut HashMap<String, History>) -> T) -> StoreResult<T> {
+        let mut histories =
+            self.histories.lock().map_err(|_| StoreError::Unavailable("checkpointer lock poisoned".into()))?;
+        Ok(f(&mut histories))
     }
 }
 
@@ -70,6 +85,9 @@ impl Checkpointer for MemoryCheckpointer {
     async fn delete_thread(&self, thread_id: &str) -> StoreResult<()> {
         self.with(|threads| {
             threads.remove(thread_id);
+        })?;
+        self.with_histories(|histories| {
+            histories.remove(thread_id);
         })
     }
 
@@ -93,6 +111,43 @@ impl Checkpointer for MemoryCheckpointer {
             found.sort_by(|a, b| b.thread_id.cmp(&a.thread_id));
             found.truncate(usize::try_from(query.limit).unwrap_or(usize::MAX));
             found
+        })
+    }
+
+    async fn append_run_event(&self, thread_id: &str, at_ms: i64, body: &Value, keep: u32) -> StoreResult<()> {
+        self.with_histories(|histories| {
+            let history = histories.entry(thread_id.to_owned()).or_default();
+            history.last_seq += 1;
+            let seq = history.last_seq;
+            history.events.push(RunEventRow { seq, at_ms, body: body.clone() });
+            // The first event and the newest `keep - 1`.
+            let oldest_kept = (seq + 2).saturating_sub(u64::from(keep.max(2)));
+            history.events.retain(|e| e.seq == 1 || e.seq >= oldest_kept);
+        })
+    }
+
+    async fn run_events(&self, thread_id: &str) -> StoreResult<Vec<RunEventRow>> {
+        self.with_histories(|histories| histories.get(thread_id).map(|h| h.events.clone()).unwrap_or_default())
+    }
+
+    async fn run_event_span(&self, thread_id: &str) -> StoreResult<Option<(RunEventRow, RunEventRow)>> {
+        self.with_histories(|histories| {
+            let events = &histories.get(thread_id)?.events;
+            Some((events.first()?.clone(), events.last()?.clone()))
+        })
+    }
+
+    async fn prune_run_events(&self, before_ms: i64) -> StoreResult<u64> {
+        self.with_histories(|histories| {
+            let mut gone = 0;
+            histories.retain(|_, h| {
+                let old = h.events.last().is_none_or(|e| e.at_ms < before_ms);
+                if old {
+                    gone += h.events.len() as u64;
+                }
+                !old
+            });
+            gone
         })
     }
 }

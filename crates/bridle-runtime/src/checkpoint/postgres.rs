@@ -7,12 +7,13 @@
 //! `put` is one statement: the upsert and both retention deletes run as data-modifying CTEs.
 
 use async_trait::async_trait;
-use bridle_core::checkpoint::{Checkpoint, TaskWrites, ThreadQuery, ThreadStatus, ThreadSummary};
+use bridle_core::checkpoint::{Checkpoint, RunEventRow, TaskWrites, ThreadQuery, ThreadStatus, ThreadSummary};
 use bridle_core::ports::{Checkpointer, StoreError, StoreResult};
 use sqlx::PgPool;
 
-use super::{decode_checkpoint, decode_writes, encode, prefix_end, summary, to_i64, to_step};
+use super::{decode_checkpoint, decode_event, decode_writes, encode, prefix_end, span_of, summary, to_i64, to_step};
 use crate::store::postgres::{connect, db_err};
+use serde_json::Value;
 
 /// Stores a checkpoint (replacing the same step's), then keeps only the thread's checkpoints
 /// newer than `step - keep` and its task writes of `step` and later. The deletes never touch
@@ -111,7 +112,8 @@ impl Checkpointer for PostgresCheckpointer {
 
     async fn delete_thread(&self, thread_id: &str) -> StoreResult<()> {
         sqlx::query(
-            "WITH c AS (DELETE FROM checkpoints WHERE thread_id = $1)
+            "WITH c AS (DELETE FROM checkpoints WHERE thread_id = $1),
+                  e AS (DELETE FROM run_events WHERE thread_id = $1)
              DELETE FROM checkpoint_writes WHERE thread_id = $1",
         )
         .bind(thread_id)
@@ -137,7 +139,57 @@ impl Checkpointer for PostgresCheckpointer {
             .map_err(db_err)?;
         rows.into_iter().map(|(thread_id, step, graph, status)| summary(thread_id, step, graph, &status)).collect()
     }
+
+    async fn append_run_event(&self, thread_id: &str, at_ms: i64, body: &Value, keep: u32) -> StoreResult<()> {
+        sqlx::query(APPEND_EVENT)
+            .bind(thread_id)
+            .bind(at_ms)
+            .bind(encode("run event", body)?)
+            .bind(i64::from(keep.max(2)))
+            .execute(&self.pool)
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn run_events(&self, thread_id: &str) -> StoreResult<Vec<RunEventRow>> {
+        let rows: Vec<(i64, i64, String)> =
+            sqlx::query_as("SELECT seq, at_ms, body FROM run_events WHERE thread_id = $1 ORDER BY seq")
+                .bind(thread_id)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db_err)?;
+        rows.into_iter().map(|(seq, at, body)| decode_event(thread_id, seq, at, &body)).collect()
+    }
+
+    async fn run_event_span(&self, thread_id: &str) -> StoreResult<Option<(RunEventRow, RunEventRow)>> {
+        let rows: Vec<(i64, i64, String)> =
+            sqlx::query_as(SPAN).bind(thread_id).fetch_all(&self.pool).await.map_err(db_err)?;
+        span_of(thread_id, rows)
+    }
+
+    async fn prune_run_events(&self, before_ms: i64) -> StoreResult<u64> {
+        let done = sqlx::query(PRUNE_EVENTS).bind(before_ms).execute(&self.pool).await.map_err(db_err)?;
+        Ok(done.rows_affected())
+    }
 }
+
+/// Appends a run's next event, numbered after its last, then drops its events between its
+/// first and the newest `$4 - 1` (the delete never touches the new row).
+const APPEND_EVENT: &str = "WITH next AS (
+        SELECT COALESCE(MAX(seq), 0) + 1 AS seq FROM run_events WHERE thread_id = $1
+    ), stored AS (
+        INSERT INTO run_events (thread_id, seq, at_ms, body) SELECT $1, next.seq, $2, $3 FROM next RETURNING seq
+    )
+    DELETE FROM run_events WHERE thread_id = $1 AND seq > 1 AND seq < (SELECT seq FROM stored) + 2 - $4";
+/// A run's first and newest events (one row when they are the same).
+const SPAN: &str = "SELECT seq, at_ms, body FROM run_events WHERE thread_id = $1
+       AND (seq = (SELECT MIN(seq) FROM run_events WHERE thread_id = $1)
+         OR seq = (SELECT MAX(seq) FROM run_events WHERE thread_id = $1))
+     ORDER BY seq";
+/// Drops the history of every run whose newest event is older than $1.
+const PRUNE_EVENTS: &str = "DELETE FROM run_events WHERE thread_id IN
+     (SELECT thread_id FROM run_events GROUP BY thread_id HAVING MAX(at_ms) < $1)";
 
 /// The newest checkpoint of each thread whose id is in [$1, $2) (the prefix, and the end of its
 /// range or the previous page's last id; no bound when null), with status $3 when given; thread

@@ -21,13 +21,16 @@ use std::sync::{Arc, Mutex, PoisonError, TryLockError};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use bridle_core::checkpoint::{Checkpoint, TaskWrites, ThreadQuery, ThreadStatus, ThreadSummary};
+use bridle_core::checkpoint::{Checkpoint, RunEventRow, TaskWrites, ThreadQuery, ThreadStatus, ThreadSummary};
 use bridle_core::ports::{Checkpointer, StoreError, StoreResult};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
+use serde_json::Value;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
 use time::OffsetDateTime;
 
-use super::{Strictness, decode_checkpoint, decode_writes, encode, prefix_end, summary, to_i64, to_step};
+use super::{
+    Strictness, decode_checkpoint, decode_event, decode_writes, encode, prefix_end, span_of, summary, to_i64, to_step,
+};
 use crate::store::sqlite::{create_parent_dir, is_in_memory, migrate};
 
 /// How long a write waits on SQLite's lock held by another writer (the store's connection,
@@ -263,6 +266,7 @@ impl Checkpointer for SqliteCheckpointer {
             let tx = c.unchecked_transaction()?;
             tx.execute("DELETE FROM checkpoints WHERE thread_id = ?1", params![thread])?;
             tx.execute("DELETE FROM checkpoint_writes WHERE thread_id = ?1", params![thread])?;
+            tx.execute("DELETE FROM run_events WHERE thread_id = ?1", params![thread])?;
             tx.commit()
         })
         .await
@@ -292,7 +296,66 @@ impl Checkpointer for SqliteCheckpointer {
             .await?;
         rows.into_iter().map(|(thread_id, step, graph, status)| summary(thread_id, step, graph, &status)).collect()
     }
+
+    async fn append_run_event(&self, thread_id: &str, at_ms: i64, body: &Value, keep: u32) -> StoreResult<()> {
+        let row = (thread_id.to_owned(), at_ms, encode("run event", body)?, i64::from(keep.max(2)));
+        self.with(move |c| {
+            let (thread, at, body, keep) = &row;
+            let tx = c.unchecked_transaction()?;
+            let seq: i64 = tx.prepare_cached(APPEND_EVENT)?.query_row(params![thread, at, body], |r| r.get(0))?;
+            tx.prepare_cached(TRIM_EVENTS)?.execute(params![thread, seq + 2 - keep])?;
+            tx.commit()
+        })
+        .await
+    }
+
+    async fn run_events(&self, thread_id: &str) -> StoreResult<Vec<RunEventRow>> {
+        let thread = thread_id.to_owned();
+        let rows = self
+            .with(move |c| {
+                c.prepare_cached("SELECT seq, at_ms, body FROM run_events WHERE thread_id = ?1 ORDER BY seq")?
+                    .query_map(params![thread], |r| {
+                        Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?))
+                    })?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .await?;
+        rows.into_iter().map(|(seq, at, body)| decode_event(thread_id, seq, at, &body)).collect()
+    }
+
+    async fn run_event_span(&self, thread_id: &str) -> StoreResult<Option<(RunEventRow, RunEventRow)>> {
+        let thread = thread_id.to_owned();
+        let rows = self
+            .with(move |c| {
+                c.prepare_cached(SPAN)?
+                    .query_map(params![thread], |r| {
+                        Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?))
+                    })?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .await?;
+        span_of(thread_id, rows)
+    }
+
+    async fn prune_run_events(&self, before_ms: i64) -> StoreResult<u64> {
+        let gone = self.with(move |c| c.prepare_cached(PRUNE_EVENTS)?.execute(params![before_ms])).await?;
+        Ok(gone as u64)
+    }
 }
+
+/// Appends a run's next event, numbered after its last.
+const APPEND_EVENT: &str = "INSERT INTO run_events (thread_id, seq, at_ms, body)
+     VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM run_events WHERE thread_id = ?1), ?2, ?3) RETURNING seq";
+/// Drops a run's events between its first and ?2 (the oldest kept).
+const TRIM_EVENTS: &str = "DELETE FROM run_events WHERE thread_id = ?1 AND seq > 1 AND seq < ?2";
+/// A run's first and newest events (one row when they are the same).
+const SPAN: &str = "SELECT seq, at_ms, body FROM run_events WHERE thread_id = ?1
+       AND (seq = (SELECT MIN(seq) FROM run_events WHERE thread_id = ?1)
+         OR seq = (SELECT MAX(seq) FROM run_events WHERE thread_id = ?1))
+     ORDER BY seq";
+/// Drops the history of every run whose newest event is older than ?1.
+const PRUNE_EVENTS: &str = "DELETE FROM run_events WHERE thread_id IN
+     (SELECT thread_id FROM run_events GROUP BY thread_id HAVING MAX(at_ms) < ?1)";
 
 /// The newest checkpoint of each thread whose id is in [?1, ?2) (?1 the prefix, ?2 the end of the
 /// prefix's range or the previous page's last id; no bound when null), with status ?3 when

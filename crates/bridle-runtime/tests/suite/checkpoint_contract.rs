@@ -85,6 +85,8 @@ contract!(
     delete_thread_removes_everything,
     concurrent_put_writes_all_land,
     threads_lists_a_prefix_by_id_descending_with_the_newest_status,
+    run_events_keep_the_first_and_the_newest,
+    run_events_of_idle_runs_are_pruned,
 );
 
 // ---- fixtures ----
@@ -315,5 +317,48 @@ async fn threads_lists_a_prefix_by_id_descending_with_the_newest_status(
     cp.delete_thread(&id("b")).await?;
     let left = cp.threads(&query(None, None, 10)).await?;
     assert_eq!(left.iter().map(|t| t.thread_id.clone()).collect::<Vec<_>>(), [id("a"), id("C")]);
+    Ok(())
+}
+
+// ---- run histories ----
+
+/// A time well after the prune test's (so its prune never touches these).
+const RECENT_MS: i64 = 1_700_000_000_000;
+
+async fn run_events_keep_the_first_and_the_newest(cp: Arc<dyn Checkpointer>) -> anyhow::Result<()> {
+    let (t, other) = (thread(), thread());
+    ensure!(cp.run_events(&t).await?.is_empty() && cp.run_event_span(&t).await?.is_none());
+    cp.append_run_event(&t, RECENT_MS, &json!({"event": "started", "by": "ops-1"}), 4).await?;
+    let span = cp.run_event_span(&t).await?.ok_or_else(|| anyhow::anyhow!("no span"))?;
+    ensure!(span.0 == span.1 && span.0.seq == 1, "{span:?}");
+    for n in 2..=10_i64 {
+        cp.append_run_event(&t, RECENT_MS + n, &json!({"event": "node_exit", "n": n}), 4).await?;
+    }
+    cp.append_run_event(&other, RECENT_MS, &json!({"event": "started"}), 4).await?;
+    let kept = cp.run_events(&t).await?;
+    let seqs: Vec<u64> = kept.iter().map(|e| e.seq).collect();
+    // The bound: the first event (who started it) and the newest three.
+    ensure!(seqs == [1, 8, 9, 10], "{seqs:?}");
+    ensure!(kept.first().map(|e| e.body["by"].clone()) == Some(json!("ops-1")));
+    ensure!(kept.last().map(|e| (e.at_ms, e.body["n"].clone())) == Some((RECENT_MS + 10, json!(10))));
+    let (first, last) = cp.run_event_span(&t).await?.ok_or_else(|| anyhow::anyhow!("no span"))?;
+    ensure!(first.seq == 1 && last.seq == 10, "{first:?} {last:?}");
+    ensure!(cp.run_events(&other).await?.len() == 1, "another run's history is its own");
+    cp.delete_thread(&t).await?;
+    ensure!(cp.run_events(&t).await?.is_empty() && cp.run_events(&other).await?.len() == 1);
+    Ok(())
+}
+
+async fn run_events_of_idle_runs_are_pruned(cp: Arc<dyn Checkpointer>) -> anyhow::Result<()> {
+    let (idle, busy) = (thread(), thread());
+    cp.append_run_event(&idle, 1_000, &json!({"event": "started"}), 10).await?;
+    cp.append_run_event(&idle, 1_500, &json!({"event": "finished"}), 10).await?;
+    cp.append_run_event(&busy, 1_000, &json!({"event": "started"}), 10).await?;
+    cp.append_run_event(&busy, RECENT_MS, &json!({"event": "node_enter"}), 10).await?;
+    let gone = cp.prune_run_events(2_000).await?;
+    ensure!(gone >= 2, "{gone} events pruned");
+    ensure!(cp.run_events(&idle).await?.is_empty(), "an idle run's history goes whole");
+    // A run with a recent event keeps all of it, its old first event included.
+    ensure!(cp.run_events(&busy).await?.len() == 2);
     Ok(())
 }

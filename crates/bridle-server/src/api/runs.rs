@@ -12,7 +12,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use bridle_core::checkpoint::ThreadStatus;
-use bridle_runtime::runs::Runs;
+use bridle_runtime::runs::{RunKind, Runs};
 use futures_util::Stream;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -127,21 +127,239 @@ pub struct RunAccepted {
 pub struct RunStatus {
     /// The run id.
     pub run_id: String,
-    /// The pipeline (empty before the first checkpoint).
+    /// `graph`: a pipeline or workflow run; `calls`: calls made through the gate under a run id
+    /// the caller chose (`POST /v1/calls` with `run_id`), viewed from the audit log.
+    #[schema(value_type = RunKindName)]
+    pub kind: &'static str,
+    /// The pipeline (empty before the first checkpoint, and for `calls`).
     pub pipeline: String,
-    /// `running`, `interrupted`, `done`, `failed` or `cancelled`.
+    /// A graph run: `running`, `interrupted` (waiting for a human), `done`, `failed` or
+    /// `cancelled`; a `calls` run: its record's `open`, `exhausted` or `expired`.
+    #[schema(value_type = RunStatusName)]
     pub status: String,
     /// The super-step of the latest checkpoint.
     pub steps: u64,
-    /// Pending interrupts `{id, task_id, node, payload}`.
-    #[schema(value_type = Vec<Object>)]
+    /// When it started (RFC 3339), from its kept history or run record; null when unknown.
+    #[schema(value_type = Option<String>, format = DateTime, required = true)]
+    pub started_at: Option<String>,
+    /// The subject who started it; null when unknown.
+    #[schema(required = true)]
+    pub starter: Option<String>,
+    /// How long it has run (until now while it runs or waits), in milliseconds; null when unknown.
+    #[schema(required = true)]
+    pub duration_ms: Option<u64>,
+    /// Pending interrupts (status `interrupted`).
+    #[schema(value_type = Vec<RunInterrupt>)]
     pub interrupts: Value,
-    /// The state at the latest checkpoint (the `analysis` pipeline's `report` once done).
+    /// The state at the latest checkpoint: the pipeline's own fields (the `analysis` pipeline's
+    /// `report` once done, the `fab` pipeline's `diagnosis`, `plan`, `outcome` …). Keys starting
+    /// with `_` are the engine's.
     #[schema(value_type = Object)]
     pub state: Value,
     /// Why it stopped (`{code, message}`), else null.
-    #[schema(value_type = Option<Object>, required = true)]
+    #[schema(value_type = Option<RunFailure>, required = true)]
     pub error: Option<Value>,
+    /// Its kept history, oldest first: the first event and the newest 499 of the run.
+    #[schema(value_type = Vec<RunHistoryEvent>)]
+    pub events: Vec<Value>,
+    /// The graph with each node's state; null for `calls`.
+    #[schema(value_type = Option<RunGraph>, required = true)]
+    pub graph: Option<Value>,
+    /// Its tool calls and approval events from the audit log (among the tenant's newest 10 000
+    /// events; at most 200, the newest), oldest first.
+    #[schema(value_type = Vec<RunCall>)]
+    pub calls: Vec<Value>,
+}
+
+/// What a viewed run is.
+#[derive(Debug, Serialize, ToSchema)]
+#[allow(dead_code)] // a schema only: the field is written as a string
+#[serde(rename_all = "snake_case")]
+pub enum RunKindName {
+    /// A pipeline or workflow run.
+    Graph,
+    /// Gate calls under a caller-chosen run id.
+    Calls,
+}
+
+/// Where a run stands, as reported.
+#[derive(Debug, Serialize, ToSchema)]
+#[allow(dead_code)] // a schema only: the field is written as a string
+#[serde(rename_all = "snake_case")]
+pub enum RunStatusName {
+    /// Steps remain.
+    Running,
+    /// Waiting for a human (`POST /v1/runs/{id}/resume`).
+    Interrupted,
+    /// Finished.
+    Done,
+    /// Stopped by an error.
+    Failed,
+    /// Stopped by cancellation.
+    Cancelled,
+    /// A `calls` run accepting calls.
+    Open,
+    /// A `calls` run whose calls are spent.
+    Exhausted,
+    /// A `calls` run past its deadline.
+    Expired,
+}
+
+/// Why a run stopped.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RunFailure {
+    /// Stable code.
+    pub code: String,
+    /// In words.
+    pub message: String,
+}
+
+/// A pending interrupt: what a human must answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RunInterrupt {
+    /// Its id (`POST /v1/runs/{id}/resume` names it).
+    pub id: String,
+    /// The task that raised it.
+    pub task_id: String,
+    /// Its node.
+    pub node: String,
+    /// What is asked: `kind` (`choose_candidate`, `approve_plan`, `workflow_approval`) and its
+    /// fields (candidates, a plan …).
+    #[schema(value_type = Object)]
+    pub payload: Value,
+}
+
+/// One kept event of a run's history. Every event has `event` and `at`; the other fields
+/// depend on the event.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RunHistoryEvent {
+    /// `started` (with `by`, `pipeline`), `run_started`, `node_enter`, `node_exit` (with
+    /// `duration_us`), `node_error` (with `error`), `interrupted` (with `interrupts`), `answered`
+    /// (with `by`, `interrupt_id`, `answer`) or `finished` (with `status`).
+    pub event: String,
+    /// When (RFC 3339).
+    #[schema(format = DateTime)]
+    pub at: String,
+    /// The node.
+    pub node: Option<String>,
+    /// The super-step.
+    pub step: Option<u64>,
+    /// Whether the run continued a stored thread (`run_started`).
+    pub resumed: Option<bool>,
+    /// Time the node took, retries included (`node_exit`).
+    pub duration_us: Option<u64>,
+    /// Whether the node's update came from its error handler (`node_exit`).
+    pub degraded: Option<bool>,
+    /// Which attempt failed (`node_error`).
+    pub attempt: Option<u32>,
+    /// Whether another attempt follows (`node_error`).
+    pub retrying: Option<bool>,
+    /// `{code, message}` (`node_error`, `finished`).
+    pub error: Option<RunFailure>,
+    /// The pauses (`interrupted`).
+    pub interrupts: Option<Vec<RunPause>>,
+    /// Who started the run (`started`) or answered a pause (`answered`).
+    pub by: Option<String>,
+    /// The pipeline (`started`).
+    pub pipeline: Option<String>,
+    /// The interrupt answered (`answered`).
+    pub interrupt_id: Option<String>,
+    /// The kind of pause answered (`answered`).
+    pub kind: Option<String>,
+    /// The answer in short: `approved`, `reason`, `cause`, `choice` (`answered`).
+    #[schema(value_type = Option<Object>)]
+    pub answer: Option<Value>,
+    /// How the run ended (`finished`): `done`, `interrupted`, `failed` or `cancelled`.
+    pub status: Option<String>,
+    /// Super-steps completed (`finished`).
+    pub steps: Option<u64>,
+}
+
+/// A pause of an `interrupted` event.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RunPause {
+    /// The interrupt id.
+    pub id: String,
+    /// Its node.
+    pub node: String,
+    /// Its kind (`choose_candidate`, `approve_plan`, …).
+    pub kind: String,
+}
+
+/// A run's graph with each node's state.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RunGraph {
+    /// The nodes in declaration order.
+    pub nodes: Vec<RunGraphNode>,
+    /// The edges; `__start__` and `__end__` stand for the graph's ends.
+    pub edges: Vec<RunGraphEdge>,
+}
+
+/// A node of a run's graph.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RunGraphNode {
+    /// The node's name.
+    pub id: String,
+    /// Where it stands in this run.
+    pub state: RunNodeState,
+}
+
+/// Where a node stands in a run.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunNodeState {
+    /// It ran.
+    Done,
+    /// It is running.
+    Running,
+    /// The run waits for a human at it.
+    Paused,
+    /// It failed.
+    Failed,
+    /// The run has not reached it.
+    NotReached,
+}
+
+/// An edge of a run's graph.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RunGraphEdge {
+    /// From this node (or `__start__`).
+    pub from: String,
+    /// To this node (or `__end__`).
+    pub to: String,
+}
+
+/// A tool call or approval event of a run, from the audit log.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RunCall {
+    /// The audit event's sequence number in the tenant's chain.
+    pub seq: u64,
+    /// When (RFC 3339).
+    #[schema(format = DateTime)]
+    pub at: String,
+    /// The audit event's kind (`tool_call`, `approval_requested`, `approval_granted` …).
+    pub kind: String,
+    /// The tool.
+    pub tool: String,
+    /// What it means to an operator (`executed`, `waiting for approval`, `refused: policy_denied` …).
+    pub display: String,
+    /// The verdict of a tool call, else null.
+    #[schema(required = true)]
+    pub decision: Option<String>,
+    /// The refusal code, else null.
+    #[schema(required = true)]
+    pub code: Option<String>,
+    /// Who acted (the caller, or the approver of a grant).
+    pub subject: String,
+    /// The agent, when known.
+    #[schema(required = true)]
+    pub agent: Option<String>,
+    /// The approval involved, else null.
+    #[schema(required = true)]
+    pub approval_id: Option<String>,
+    /// Who approved, else null.
+    #[schema(required = true)]
+    pub approver: Option<String>,
 }
 
 /// One Server-Sent Event of `GET /v1/runs/{id}/events`.
@@ -207,6 +425,15 @@ pub struct RunListItem {
     pub status: String,
     /// The super-step of the latest checkpoint.
     pub steps: u64,
+    /// When it started (RFC 3339); null when its history is not kept.
+    #[schema(value_type = Option<String>, format = DateTime, required = true)]
+    pub started_at: Option<String>,
+    /// The subject who started it; null when unknown.
+    #[schema(required = true)]
+    pub starter: Option<String>,
+    /// How long it has run (until now while it runs or waits), in milliseconds; null when unknown.
+    #[schema(required = true)]
+    pub duration_ms: Option<u64>,
 }
 
 /// `GET /v1/runs`: one page.
@@ -244,6 +471,21 @@ fn runs(state: &AppState) -> Result<&Arc<Runs>, ApiError> {
 /// A run id is a UUID; anything else is unknown.
 fn run_id(id: &str) -> Result<&str, ApiError> {
     uuid::Uuid::parse_str(id).map(|_| id).map_err(|_| ApiError::not_found(format!("no run `{id}`")))
+}
+
+/// The run a viewer names: a run's UUID, the thread form `{tenant}/{uuid}` the gate records for
+/// a graph run's calls (the caller's tenant only), or any run id a caller gave its calls.
+fn viewed_run_id<'a>(tenant: &str, id: &'a str) -> Result<&'a str, ApiError> {
+    let unknown = || ApiError::not_found(format!("no run `{id}`"));
+    if let Some(rest) = id.strip_prefix(tenant).and_then(|r| r.strip_prefix('/'))
+        && uuid::Uuid::parse_str(rest).is_ok()
+    {
+        return Ok(rest);
+    }
+    if id.is_empty() || bridle_core::bounds::check_id("run_id", id).is_err() {
+        return Err(unknown());
+    }
+    Ok(id)
 }
 
 /// Starts a pipeline run in the background.
@@ -351,18 +593,24 @@ pub async fn list(
             pipeline: r.pipeline,
             status: r.status.as_str().to_owned(),
             steps: r.steps,
+            started_at: r.timing.started_at,
+            starter: r.timing.starter,
+            duration_ms: r.timing.duration_ms,
         })
         .collect();
     Ok(Json(RunList { runs: items, next_after: page.next_after }))
 }
 
-/// Where one of the caller's runs stands: status, steps, pending interrupts and state.
+/// Where one of the caller's runs stands: status, steps, start, starter and duration, pending
+/// interrupts, state, its kept history, its graph with each node's state and its tool calls. A
+/// run id the caller's calls used without a graph run (`POST /v1/calls` with `run_id`) answers
+/// `kind: "calls"` with those calls.
 #[utoipa::path(
     get, path = "/v1/runs/{id}", operation_id = "getRun", tag = "runs",
     params(("id" = String, Path, description = "run id")),
     security(("bearer" = [])),
     responses(
-        (status = 200, description = "the run, from its latest checkpoint", body = RunStatus),
+        (status = 200, description = "the run, from its latest checkpoint and kept history (or, for `kind: \"calls\"`, its run record and audit events)", body = RunStatus),
         (status = 403, description = "needs `runs:read` or `runs:start` (`forbidden`)", body = crate::openapi::ErrorBody),
         (status = 404, description = "no such run in the caller's tenant (`not_found`)", body = crate::openapi::ErrorBody),
     )
@@ -373,15 +621,26 @@ pub async fn show(
     Path(id): Path<String>,
 ) -> Result<Json<RunStatus>, ApiError> {
     caller.require_any(&[SCOPE_RUNS_READ, SCOPE_RUNS_START])?;
-    let view = runs(&state)?.view(&caller.0.tenant, run_id(&id)?).await?;
+    let view = runs(&state)?.view(&caller.0.tenant, viewed_run_id(&caller.0.tenant, &id)?).await?;
+    let (kind, status) = match view.kind {
+        RunKind::Graph => ("graph", view.status.as_str()),
+        RunKind::Calls(state) => ("calls", state.as_str()),
+    };
     Ok(Json(RunStatus {
         run_id: view.run_id,
+        kind,
         pipeline: view.pipeline,
-        status: view.status.as_str().to_owned(),
+        status: status.to_owned(),
         steps: view.steps,
+        started_at: view.timing.started_at,
+        starter: view.timing.starter,
+        duration_ms: view.timing.duration_ms,
         interrupts: view.interrupts,
         state: view.state,
         error: view.error,
+        events: view.events,
+        graph: view.graph,
+        calls: view.calls,
     }))
 }
 
@@ -443,7 +702,7 @@ pub async fn resume(
     // Interrupt ids are derived (`{thread}/{task}/{n}`): the key bound.
     bridle_core::bounds::check_key("interrupt_id", &body.interrupt_id).map_err(bad)?;
     bridle_core::bounds::check_json("value", &body.value).map_err(bad)?;
-    runs.resume(&caller.0.tenant, id, &body.interrupt_id, body.value).await?;
+    runs.resume(&caller.0, id, &body.interrupt_id, body.value).await?;
     Ok((StatusCode::ACCEPTED, Json(RunAccepted { run_id: id.to_owned(), status: "running".into() })))
 }
 

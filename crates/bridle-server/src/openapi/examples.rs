@@ -237,7 +237,8 @@ fn response_examples() -> Vec<(&'static str, &'static str, &'static str, Named)>
             vec![(
                 "page",
                 json!({"runs": [{"run_id": RUN_ID, "pipeline": "fab",
-            "status": "interrupted", "steps": 4}], "next_after": null}),
+            "status": "interrupted", "steps": 4, "started_at": "2026-12-01T09:30:00Z", "starter": "requester-1",
+            "duration_ms": 84_000}], "next_after": null}),
             )],
         ),
         (
@@ -246,9 +247,20 @@ fn response_examples() -> Vec<(&'static str, &'static str, &'static str, Named)>
             "200",
             vec![(
                 "waiting",
-                json!({"run_id": RUN_ID, "pipeline": "fab",
-            "status": "interrupted", "steps": 4, "interrupts": [interrupt], "state": {"requester": "requester-1"},
-            "error": null}),
+                json!({"run_id": RUN_ID, "kind": "graph", "pipeline": "fab",
+            "status": "interrupted", "steps": 4, "started_at": "2026-12-01T09:30:00Z", "starter": "requester-1",
+            "duration_ms": 84_000, "interrupts": [interrupt], "state": {"requester": "requester-1"},
+            "error": null,
+            "events": [
+                {"event": "started", "at": "2026-12-01T09:30:00Z", "by": "requester-1", "pipeline": "fab"},
+                {"event": "node_exit", "at": "2026-12-01T09:30:02Z", "step": 1, "node": "diagnose", "duration_us": 1_850_000, "degraded": false},
+                {"event": "interrupted", "at": "2026-12-01T09:30:05Z", "interrupts": [{"id": format!("tenant-a/{RUN_ID}/4:0/0"), "node": "approve", "kind": "approve_plan"}]}
+            ],
+            "graph": {"nodes": [{"id": "diagnose", "state": "done"}, {"id": "approve", "state": "paused"}, {"id": "execute", "state": "not_reached"}],
+                "edges": [{"from": "__start__", "to": "diagnose"}, {"from": "diagnose", "to": "approve"}, {"from": "approve", "to": "execute"}, {"from": "execute", "to": "__end__"}]},
+            "calls": [{"seq": 41, "at": "2026-12-01T09:30:04Z", "kind": "tool_call", "tool": "set_temperature",
+                "display": "waiting for approval", "decision": "rejected", "code": "approval_required", "subject": "requester-1",
+                "agent": "advisor-agent", "approval_id": "apr-7", "approver": null}]}),
             )],
         ),
         ("/v1/runs/{id}/resume", "post", "202", vec![("resumed", json!({"run_id": RUN_ID, "status": "running"}))]),

@@ -135,6 +135,49 @@ async fn a_fab_run_over_http_is_rejected_regenerated_approved_and_executed_for_i
     assert_eq!(done["state"]["outcome"]["status"], "executed", "{done}");
     assert_eq!(done["state"]["rejections"].as_array().map(Vec::len), Some(1), "{done}");
 
+    // Its kept history: who started it, both pauses and who answered them, how it ended.
+    let events = done["events"].as_array().unwrap();
+    assert_eq!(events[0]["event"], "started", "{done}");
+    assert_eq!(events[0]["by"], "advisor-agent", "{done}");
+    assert_eq!(done["starter"], "advisor-agent", "{done}");
+    assert!(done["started_at"].is_string() && done["duration_ms"].is_u64(), "{done}");
+    let answered: Vec<&Value> = events.iter().filter(|e| e["event"] == "answered").collect();
+    assert_eq!(answered.len(), 2, "{done}");
+    assert!(answered.iter().all(|e| e["by"] == "operator-kim" && e["at"].is_string()), "{done}");
+    assert_eq!(events.iter().filter(|e| e["event"] == "interrupted").count(), 2, "{done}");
+    assert!(events.iter().any(|e| e["event"] == "node_exit" && e["duration_us"].is_u64()), "{done}");
+    assert_eq!(events.last().unwrap()["event"], "finished", "{done}");
+    assert_eq!(events.last().unwrap()["status"], "done", "{done}");
+    // The graph: every node it ran is done, none is left paused.
+    let nodes = done["graph"]["nodes"].as_array().unwrap();
+    assert!(nodes.iter().filter(|n| n["state"] == "done").count() >= 2, "{done}");
+    assert!(nodes.iter().all(|n| n["state"] != "paused" && n["state"] != "running"), "{done}");
+    // Its tool calls, from the audit log, with what they meant.
+    let calls = done["calls"].as_array().unwrap();
+    assert!(calls.iter().any(|c| c["tool"] == "set_temperature" && c["display"] == "executed"), "{done}");
+    // The list shows start, starter and duration.
+    let (_, list) = get(&app, "/v1/runs", Some(&operator)).await;
+    let listed = list["runs"].as_array().unwrap().iter().find(|r| r["run_id"] == run.as_str()).cloned().unwrap();
+    assert_eq!(listed["starter"], "advisor-agent", "{list}");
+    assert!(listed["started_at"].is_string() && listed["duration_ms"].is_u64(), "{list}");
+
+    // A run id only the gate knows (calls made with it) opens as its calls, not as not_found.
+    let call = json!({"tool": "get_recipe", "arguments": {"equipment": "etch-01"}, "run_id": "run-102"});
+    let (status, body) = post(&app, "/v1/calls", Some(&agent), &call).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, gate_only) = get(&app, "/v1/runs/run-102", Some(&operator)).await;
+    assert_eq!(status, StatusCode::OK, "{gate_only}");
+    assert_eq!(gate_only["kind"], "calls", "{gate_only}");
+    assert_eq!(gate_only["status"], "open", "{gate_only}");
+    assert_eq!(gate_only["starter"], "advisor-agent", "{gate_only}");
+    assert_eq!(gate_only["calls"][0]["tool"], "get_recipe", "{gate_only}");
+    let (status, _) = get(&app, "/v1/runs/run-never-used", Some(&operator)).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    // A graph run named by its thread (as its calls record it) opens the run.
+    let (status, by_thread) = get(&app, &format!("/v1/runs/fab-1%2F{run}"), Some(&operator)).await;
+    assert_eq!(status, StatusCode::OK, "{by_thread}");
+    assert_eq!(by_thread["kind"], "graph", "{by_thread}");
+
     // Answering the finished run again is refused and nothing runs twice.
     let again = json!({"interrupt_id": interrupt, "value": null});
     let (status, body) = post(&app, &format!("/v1/runs/{run}/resume"), Some(&operator), &again).await;

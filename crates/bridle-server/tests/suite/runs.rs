@@ -116,12 +116,15 @@ async fn a_run_started_over_http_finishes_with_its_report_in_the_state() {
     assert_eq!(body["interrupts"], json!([]));
     assert_eq!(body["state"]["report"]["iterations"], 2);
     assert_eq!(body["state"]["report"]["entity"], "checkout-service");
-    // Finished: the outcome as one event.
+    // Finished: its kept history, then the outcome.
     let (status, events) = sse(&app, &token, &id).await;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(events.len(), 1);
-    assert_eq!(events[0].0, "finished");
-    assert_eq!(events[0].1["outcome"]["status"], "done");
+    assert_eq!(events[0].0, "started", "{events:?}");
+    assert!(events.iter().any(|(name, _)| name == "node_exit"), "{events:?}");
+    assert_eq!(events.iter().filter(|(name, _)| name == "finished").count(), 1, "{events:?}");
+    let (last, outcome) = events.last().unwrap();
+    assert_eq!(last, "finished");
+    assert_eq!(outcome["outcome"]["status"], "done");
 }
 
 #[tokio::test]
