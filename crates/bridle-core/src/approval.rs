@@ -140,6 +140,16 @@ impl ApprovalRequest {
     }
 }
 
+/// The hash of the change a plan asks for, whoever asks and in whichever run: hex SHA-256 of
+/// the RFC 8785 form of `{tenant, tool, arguments}`. Pending requests with the same one ask an
+/// approver to decide the same change (the console groups them).
+pub fn change_hash(plan: &Plan) -> Result<String, crate::plan::CanonicalError> {
+    use sha2::{Digest, Sha256};
+    let change = serde_json::json!({"tenant": plan.tenant, "tool": plan.tool, "arguments": plan.arguments});
+    let bytes = crate::plan::canonical_value_bytes(&change)?;
+    Ok(hex::encode(Sha256::digest(&bytes)))
+}
+
 /// Whether grants satisfy a level.
 pub fn satisfies(level: ApprovalLevel, grants: &[Grant]) -> bool {
     let mut approvers: Vec<&str> = grants.iter().map(|g| g.approver.as_str()).collect();
@@ -307,6 +317,29 @@ mod tests {
             d.first(),
             Some(&FieldChange { field: "mode".into(), current: json!("slow"), proposed: json!("fast") })
         );
+    }
+
+    #[test]
+    fn change_hash_ignores_the_run_and_requester_but_not_the_arguments() -> Result<(), Box<dyn std::error::Error>> {
+        let p = Principal::new("requester-1", "tenant-a", &["checkout"], &["service:scale"]);
+        let q = Principal::new("requester-2", "tenant-a", &["checkout"], &["service:scale"]);
+        let args = json!({"service": "checkout", "replicas": 3});
+        let reordered: serde_json::Value = serde_json::from_str(r#"{"replicas": 3, "service": "checkout"}"#)?;
+        let one = Plan::new("scale_replicas", &args, &p, &RunContext::new("run-1", "inc-1"));
+        let two = Plan::new("scale_replicas", &reordered, &q, &RunContext::new("run-2", ""));
+        assert_ne!(one.hash()?, two.hash()?);
+        assert_eq!(change_hash(&one)?, change_hash(&two)?);
+        let other = Plan::new(
+            "scale_replicas",
+            &json!({"service": "checkout", "replicas": 4}),
+            &p,
+            &RunContext::new("run-1", ""),
+        );
+        assert_ne!(change_hash(&one)?, change_hash(&other)?);
+        let elsewhere = Principal::new("requester-1", "tenant-b", &["checkout"], &["service:scale"]);
+        let foreign = Plan::new("scale_replicas", &args, &elsewhere, &RunContext::new("run-1", ""));
+        assert_ne!(change_hash(&one)?, change_hash(&foreign)?);
+        Ok(())
     }
 
     #[test]

@@ -118,6 +118,11 @@ pub struct ToolContract {
     pub title: String,
     /// What the tool does, shown to models.
     pub description: String,
+    /// The title in Korean, for operators (`[tools.X] title_ko`); `None`: `title`.
+    pub title_ko: Option<String>,
+    /// The description in Korean, for operators only (`[tools.X] description_ko`; never shown
+    /// to models, not part of the schema hash); `None`: `description`.
+    pub description_ko: Option<String>,
     /// Calling it again with the same arguments has no further effect
     /// (`[tools.X] idempotent = true`; default false).
     pub idempotent: bool,

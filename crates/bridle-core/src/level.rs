@@ -73,6 +73,12 @@ pub struct CallSignals {
     /// the action's history (`[history]`) and records it once executed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history: Option<crate::history::HistoryKey>,
+    /// What an in-process pipeline attaches for the approver when the call waits for a human
+    /// (`{"pipeline": name, "diagnosis": …, "candidates": […]}`): copied into the approval
+    /// request's `context.evidence`. Never read from or written to JSON, so an API caller cannot
+    /// set it; its `pipeline` names who attached it (and who named the call's agent).
+    #[serde(skip)]
+    pub evidence: Option<serde_json::Value>,
 }
 
 /// The level a call needs and why.

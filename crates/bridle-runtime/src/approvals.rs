@@ -136,7 +136,8 @@ impl ApprovalDesk {
         let plan = Plan::new(tool, arguments, requester, run);
         let hash = plan.hash().map_err(GateError::from)?;
         let now = self.clock.now();
-        let request = ApprovalRequest::new(id.to_owned(), plan, hash, level, now, expires_at);
+        let mut request = ApprovalRequest::new(id.to_owned(), plan, hash, level, now, expires_at);
+        request.context = Some(prepared_context(&self.config, requester, tool, level));
         let event = self.approval_record(EventKind::ApprovalRequested, &request, &request.requester, None, None);
         // INVARIANT: the request and its `approval_requested` event commit together. A prepared
         // request keeps its chosen id and never takes the plan's one pending slot (the gate's).
@@ -393,6 +394,19 @@ impl ApprovalDesk {
             versions: bridle_core::audit::Versions::tools_only(self.config.registry.schema_hash()),
         }
     }
+}
+
+/// What a prepared request shows the approver: why (it was prepared for review at this level)
+/// and the requester's agent as its credential names it (`none` when it names none).
+fn prepared_context(config: &Config, requester: &Principal, tool: &str, level: ApprovalLevel) -> Value {
+    let agent = match config.agents.acting(requester, None) {
+        Ok(Some(acting)) => serde_json::json!({"id": acting.agent, "source": acting.source.as_str()}),
+        _ => serde_json::json!({"id": null, "source": "none"}),
+    };
+    serde_json::json!({
+        "reasons": [format!("`{}` prepared `{tool}` for review at level `{}`", requester.subject, level.as_str())],
+        "agent": agent,
+    })
 }
 
 /// Longest approval id written to the audit log or a message (ids come from the caller).

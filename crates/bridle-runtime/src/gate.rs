@@ -462,6 +462,7 @@ impl Gate {
         let mut level =
             level::decide_in_run(&self.config.levels, &tool, &req.arguments, &req.signals, taint.as_deref());
         t.approval_context = history::check(self, principal, &tool, &req.signals, &mut level, t.now).await?;
+        t.approval_context = Some(binding::proposer_context(t.approval_context.take(), who, &req.signals));
         auto_limit::check(self, principal, &tool, &req.arguments, req.dry_run, &mut level, t.now).await?;
         t.level = Some(level.level);
         if tool.mode == Mode::Read && level.level == ApprovalLevel::Auto {

@@ -1,9 +1,13 @@
 // Approvals: the tenant's pending plans, live from GET /v1/approvals/events; each with its
-// arguments, diff against the current state, plan hash, requester, level and expiry; approve
-// (or sign off) through a confirmation no single keypress can pass, or reject with a reason.
+// context (why it needs approval, the agent and where its identity came from, incident, run,
+// the tool's title, description and risk, a pipeline's evidence and the action history that
+// escalated it, other pending requests for the same change), its arguments, diff against the
+// current state, plan hash, requester, level and expiry (a live countdown and the time with its
+// zone); approve (or sign off) through a confirmation no single keypress can pass, or reject
+// with a reason.
 import { follow, get, post, claims } from './api.js';
-import { t } from './i18n.js';
-import { h, clear, badge, facts, json, errorBox, time, announce, id, runIdOf, approveControl } from './ui.js';
+import { t, lang } from './i18n.js';
+import { h, clear, badge, facts, json, errorBox, time, announce, id, runIdOf, approveControl, codeBadge, codeText, table } from './ui.js';
 
 export function view(main, { signal, parts }) {
   const wanted = parts[0] || null; // `#/approvals/{id}`: this request is brought into view
@@ -64,22 +68,33 @@ export function view(main, { signal, parts }) {
     }, t('approvals.reject'));
     actions.append(approveBtn, rejectBtn);
     if (a.requester === me) actions.append(h('span', { class: 'muted' }, t('approvals.own_request')));
+    const info = a.tool_info || {};
+    const ko = lang() === 'ko';
+    const title = (ko && info.title_ko) || info.title || a.plan.tool;
+    const description = (ko && info.description_ko) || info.description;
+    const ctx = a.context || {};
     const section = h('section', { class: 'panel approval', 'aria-labelledby': titleId, 'data-id': a.id },
       h('div', { class: 'row' },
-        h('h2', { id: titleId, class: 'grow', tabindex: '-1' }, a.plan.tool),
+        h('h2', { id: titleId, class: 'grow', tabindex: '-1' }, title, ' ', h('code', { class: 'tool-name muted' }, a.plan.tool)),
         a.risk ? badge(t(`risk.${a.risk}`), a.risk === 'destructive' ? 'bad' : 'info') : null,
-        badge(a.level, 'warn'), badge(a.status, 'info')),
+        codeBadge('level', a.level, 'warn'), codeBadge('approval_status', a.status, 'info')),
+      description ? h('p', { class: 'tool-description', 'aria-label': t('desk.what_tool_does') }, description) : null,
+      sameChange(a),
       facts([
-        [t('approvals.why'), (a.context && Array.isArray(a.context.reasons) && a.context.reasons.length)
-          ? h('ul', { class: 'reasons' }, a.context.reasons.map((r) => h('li', {}, r))) : '—'],
+        [t('approvals.why'), (Array.isArray(ctx.reasons) && ctx.reasons.length)
+          ? h('ul', { class: 'reasons' }, ctx.reasons.map((r) => h('li', {}, r))) : '—'],
+        [t('desk.agent'), agentOf(ctx)],
         [t('approvals.requester'), a.requester],
-        [t('approvals.plan_hash'), h('span', { class: 'hash' }, a.plan_hash)],
-        [t('approvals.expires'), time(a.expires_at)],
-        [t('approvals.grants'), (a.grants || []).map((g) => g.approver || JSON.stringify(g)).join(', ') || '—'],
+        [t('desk.incident'), a.plan.incident || '—'],
         [t('approvals.run'), !a.plan.run_id ? '—' : isGraphRun(a.plan)
-          ? h('a', { href: `#/runs/${encodeURIComponent(runIdOf(a.plan.run_id))}` }, runIdOf(a.plan.run_id))
-          : h('a', { href: `#/runs/${encodeURIComponent(a.plan.run_id)}` }, a.plan.run_id)],
+          ? h('a', { href: `#/runs/${encodeURIComponent(runIdOf(a.plan.run_id))}`, class: 'hash run-link' }, runIdOf(a.plan.run_id))
+          : h('a', { href: `#/runs/${encodeURIComponent(a.plan.run_id)}`, class: 'hash run-link' }, a.plan.run_id)],
+        [t('approvals.expires'), expiry(a.expires_at)],
+        [t('approvals.plan_hash'), h('span', { class: 'hash' }, a.plan_hash)],
+        [t('approvals.grants'), (a.grants || []).map((g) => g.approver || JSON.stringify(g)).join(', ') || '—'],
       ]),
+      evidenceOf(ctx.evidence),
+      historyOf(ctx.history),
       h('h3', {}, t('approvals.arguments')), json(a.plan.arguments),
       h('h3', {}, t('approvals.diff')), diffBox,
       actions);
@@ -141,6 +156,9 @@ export function view(main, { signal, parts }) {
     }
   };
 
+  const ticker = setInterval(tick, 1000);
+  signal.addEventListener('abort', () => clearInterval(ticker));
+
   follow('/v1/approvals/events', {
     signal,
     onState: (s, err) => {
@@ -183,7 +201,10 @@ async function continueRun(runId, approvalId, note, signal) {
 function fillDiff(box, d) {
   clear(box);
   if (d.diff_error) { box.append(h('p', { class: 'notice' }, t('approvals.diff_error', { reason: d.diff_error }))); return; }
-  if (!d.diff || !d.diff.length) { box.append(h('p', { class: 'muted' }, t('approvals.no_diff'))); return; }
+  if (!d.diff || !d.diff.length) {
+    box.append(h('p', { class: 'muted no-state' }, d.compared === false ? t('desk.no_state') : t('desk.no_fields')));
+    return;
+  }
   const rows = d.diff.map((c) => {
     const same = JSON.stringify(c.current) === JSON.stringify(c.proposed);
     return h('tr', {},
@@ -192,8 +213,111 @@ function fillDiff(box, d) {
       h('td', { class: same ? '' : 'diff-add' }, JSON.stringify(c.proposed)),
       h('td', {}, same ? t('approvals.unchanged') : t('approvals.changed')));
   });
-  box.append(h('div', { class: 'table-wrap', tabindex: '0' }, h('table', {},
-    h('caption', { class: 'sr-only' }, t('approvals.diff')),
-    h('thead', {}, h('tr', {}, [t('approvals.field'), t('approvals.current'), t('approvals.proposed'), ''].map((x) => h('th', { scope: 'col' }, x)))),
-    h('tbody', {}, rows))));
+  // ui.table: below 640 px each row becomes a card with every column labelled (nothing cut).
+  box.append(table([t('approvals.field'), t('approvals.current'), t('approvals.proposed'), ''], rows));
+}
+
+// Who proposed the call: the agent and where its identity came from (the credential's claim or
+// binding, or the pipeline that made the call; a name only the request gave is not the agent).
+function agentOf(ctx) {
+  const a = ctx.agent;
+  if (!a) return h('span', { class: 'agent muted' }, t('desk.agent_unknown'));
+  const source = {
+    claim: () => t('desk.agent_claim'),
+    principal: () => t('desk.agent_principal'),
+    pipeline: () => t('desk.agent_pipeline', { pipeline: a.pipeline || '?' }),
+    request: () => t('desk.agent_request', { named: a.named_by_request || '?' }),
+  }[a.source];
+  const text = source ? source() : t('desk.agent_none');
+  return h('span', { class: 'agent', 'data-source': a.source || 'none' },
+    a.id ? h('strong', { class: 'agent-id' }, a.id) : null, a.id ? ' — ' : null, h('span', { class: 'agent-source', title: a.source || '' }, text));
+}
+
+// Other pending requests for the same change (same tool and canonical arguments), in other runs.
+function sameChange(a) {
+  const same = a.same_change || [];
+  if (!same.length) return null;
+  const items = same.map((o, i) => [i ? ', ' : ' ', h('a', { href: `#/approvals/${encodeURIComponent(o.id)}`, class: 'same-change-link' },
+    t('desk.same_change_item', { id: o.id.slice(0, 8), run: runIdOf(o.run_id) || '—', who: o.requester }))]);
+  return h('p', { class: 'notice same-change', 'data-n': String(same.length) }, t('desk.same_change', { n: same.length }), items);
+}
+
+// Expiry: a countdown that ticks every second, then the time in the console's language with the
+// zone.
+function expiry(iso) {
+  const live = h('span', { class: 'countdown', 'data-expires': iso }, countdownText(iso));
+  return h('span', { class: 'expiry' }, live, ' · ', h('span', { class: 'expires-at' }, time(iso)));
+}
+
+function countdownText(iso) {
+  const left = Math.floor((new Date(iso).getTime() - Date.now()) / 1000);
+  if (!(left > 0)) return t('desk.expired');
+  const d = Math.floor(left / 86400); const hh = Math.floor((left % 86400) / 3600);
+  const m = Math.floor((left % 3600) / 60); const sec = left % 60;
+  const ko = lang() === 'ko';
+  const unit = ko ? { d: '일', h: '시간', m: '분', s: '초' } : { d: 'd', h: 'h', m: 'min', s: 's' };
+  const parts = [];
+  if (d) parts.push(`${d}${ko ? '' : ' '}${unit.d}`);
+  if (d || hh) parts.push(`${hh}${ko ? '' : ' '}${unit.h}`);
+  if (!d) parts.push(`${m}${ko ? '' : ' '}${unit.m}`);
+  if (!d && !hh) parts.push(`${sec}${ko ? '' : ' '}${unit.s}`);
+  return t('desk.countdown_in', { left: parts.join(' ') });
+}
+
+function tick() {
+  for (const el of document.querySelectorAll('.countdown[data-expires]')) {
+    const text = countdownText(el.dataset.expires);
+    if (el.textContent !== text) el.textContent = text;
+    if (text === t('desk.expired')) el.classList.add('expired');
+  }
+}
+
+const pct = (x) => (typeof x === 'number' ? `${Math.round(x * 100)}%` : '—');
+
+// A pipeline's evidence: the anomaly, the chosen diagnosis, every candidate cause with its
+// confidence, and the Advisor's reasoning.
+function evidenceOf(ev) {
+  if (!ev || typeof ev !== 'object') return null;
+  const box = h('section', { class: 'evidence', 'data-pipeline': ev.pipeline || '' }, h('h3', {}, t('desk.evidence', { pipeline: ev.pipeline || '?' })));
+  if (ev.omitted) { box.append(h('p', { class: 'muted' }, ev.omitted)); return box; }
+  const pairs = [];
+  if (ev.anomaly) pairs.push([t('desk.anomaly'), json(ev.anomaly)]);
+  if (ev.diagnosis) {
+    const by = ev.diagnosis.chosen_by;
+    pairs.push([t('desk.diagnosis'), h('span', { class: 'diagnosis' }, t('desk.diagnosis_text', {
+      cause: ev.diagnosis.cause, confidence: pct(ev.diagnosis.confidence), by: by ? t(`desk.chosen_by_${by}`, {}, by) : '—',
+    }))]);
+  }
+  const advice = ev.advice || {};
+  if (advice.reasoning) pairs.push([t('desk.advice'), advice.reasoning]);
+  if (typeof advice.confidence === 'number') pairs.push([t('desk.advice_confidence'), pct(advice.confidence)]);
+  box.append(facts(pairs));
+  const candidates = Array.isArray(ev.candidates) ? ev.candidates : [];
+  if (candidates.length) {
+    box.append(h('h4', {}, t('desk.candidates')), h('div', { class: 'candidates' }, table([t('desk.cause'), t('desk.confidence'), t('desk.evidence_col')],
+      candidates.map((c) => h('tr', { class: ev.diagnosis && ev.diagnosis.cause === c.cause ? 'chosen' : '' },
+        h('td', {}, h('code', {}, c.cause)), h('td', { class: 'confidence' }, pct(c.confidence)),
+        h('td', {}, Array.isArray(c.evidence) ? c.evidence.join('; ') : (c.evidence ? String(c.evidence) : '—')))))));
+  }
+  return box;
+}
+
+// The action-history rows that escalated the plan to approval.
+function historyOf(hist) {
+  if (!hist || typeof hist !== 'object') return null;
+  const failures = Array.isArray(hist.failures) ? hist.failures : [];
+  const box = h('section', { class: 'history' }, h('h3', {}, t('desk.history')),
+    h('p', {}, t('desk.history_text', {
+      tool: hist.tool, diagnosis: hist.diagnosis, class: hist.equipment_class, failures: failures.length, successes: hist.successes ?? 0,
+    })));
+  if (failures.length) {
+    box.append(table([t('desk.when'), t('desk.equipment'), t('desk.outcome'), t('desk.note')],
+      failures.map((f) => {
+        const rating = f.rating || {};
+        return h('tr', { class: 'history-row' },
+          h('td', {}, time(f.executed_at)), h('td', {}, f.equipment || '—'),
+          h('td', {}, rating.outcome ? codeBadge('verdict', rating.outcome, 'bad') : '—'), h('td', {}, rating.note || '—'));
+      })));
+  }
+  return box;
 }

@@ -4,7 +4,7 @@
 // (POST /v1/decisions/{id}/feedback) and shows the feedback stored for it (GET /v1/feedback).
 import { get, hasScope, post } from './api.js';
 import { t } from './i18n.js';
-import { h, clear, badge, verdictKind, facts, json, errorBox, table, tabs, field, time, runIdOf, announce } from './ui.js';
+import { h, clear, badge, verdictKind, facts, json, errorBox, table, tabs, field, time, runIdOf, announce, codeBadge, codeText } from './ui.js';
 
 export function view(main, { signal, parts }) {
   const which = parts[0] === 'audit' ? 'audit' : 'records';
@@ -54,12 +54,12 @@ function records(panel, signal) {
   let q = '';
   panel.append(searchBox((v) => { q = v; draw(); }), body, detail);
   const draw = () => {
-    const rows = all.filter((r) => matches(q, [r.agent, r.final_verdict, codeOf(r), toolOf(r), r.pipeline_run_id, r.model]));
+    const rows = all.filter((r) => matches(q, [r.agent, r.final_verdict, codeText('verdict', r.final_verdict), codeOf(r), toolOf(r), r.pipeline_run_id, r.model]));
     clear(body);
     if (!rows.length) { body.append(h('p', { class: 'panel' }, t('decisions.none'))); return; }
     body.append(table([t('decisions.agent'), t('decisions.verdict'), t('decisions.code'), t('decisions.tool'), t('decisions.time'), ''],
       rows.map((r) => h('tr', {},
-        h('td', {}, r.agent), h('td', {}, badge(r.final_verdict, verdictKind(r.final_verdict))),
+        h('td', {}, r.agent), h('td', {}, codeBadge('verdict', r.final_verdict)),
         h('td', {}, codeOf(r) || '—'), h('td', {}, toolOf(r) || '—'), h('td', {}, time(r.created_at)),
         h('td', {}, h('button', { type: 'button', onclick: () => show(r) }, t('decisions.open')))))));
   };
@@ -68,12 +68,12 @@ function records(panel, signal) {
       h('h2', { id: 'record-title', tabindex: '-1' }, t('decisions.record'), ' ', h('span', { class: 'hash' }, r.decision_id)),
       facts([
         [t('decisions.agent'), r.agent], [t('decisions.model'), r.model || '—'],
-        [t('decisions.verdict'), badge(r.final_verdict, verdictKind(r.final_verdict))],
+        [t('decisions.final_verdict'), codeBadge('verdict', r.final_verdict)],
         [t('decisions.run'), h('a', { href: `#/runs/${encodeURIComponent(runIdOf(r.pipeline_run_id))}` }, runIdOf(r.pipeline_run_id))],
         [t('decisions.tokens'), `${r.prompt_tokens} + ${r.completion_tokens}`],
         [t('decisions.latency'), `${r.latency_ms} ms`], [t('decisions.time'), time(r.created_at)],
       ]),
-      h('h3', {}, 'harness_checks'), json(r.harness_checks),
+      h('h3', {}, t('decisions.harness_checks'), ' ', h('code', { class: 'muted' }, 'harness_checks')), json(r.harness_checks),
       h('h3', {}, t('decisions.output')), json(r.output),
       feedbackPanel(r.decision_id, signal)));
     document.getElementById('record-title').focus();
@@ -140,13 +140,14 @@ function audit(panel, signal) {
   let q = '';
   panel.append(searchBox((v) => { q = v; draw(); }), body);
   const draw = () => {
-    const rows = all.filter((e) => matches(q, [e.kind, e.subject, e.display, e.decision, e.code, e.tool, e.approver, e.run_id]));
+    const rows = all.filter((e) => matches(q, [e.kind, codeText('audit_kind', e.kind), e.subject, e.display, displayText(e.display), e.decision, e.code, e.tool, e.approver, e.run_id]));
     clear(body);
     if (!rows.length) { body.append(h('p', { class: 'panel' }, t('decisions.none'))); return; }
     body.append(table(['#', t('audit.kind'), t('audit.subject'), t('decisions.verdict'), t('decisions.code'), t('decisions.tool'), t('decisions.time')],
       rows.map((e) => h('tr', {},
-        h('td', {}, String(e.seq)), h('td', {}, e.kind), h('td', {}, e.approver || e.subject),
-        h('td', {}, e.display || e.decision ? badge(e.display || e.decision, displayKind(e)) : '—'),
+        h('td', {}, String(e.seq)), h('td', {}, h('span', { class: 'kind', title: e.kind, 'data-code': e.kind }, codeText('audit_kind', e.kind))),
+        h('td', {}, e.approver || e.subject),
+        h('td', {}, e.display || e.decision ? shownDisplay(e) : '—'),
         h('td', {}, e.code || '—'), h('td', {}, e.tool || '—'), h('td', {}, time(e.at))))));
   };
   (async () => {
@@ -172,4 +173,26 @@ function displayKind(e) {
   if (/^waiting|^in progress|^dry run/.test(e.display || '')) return 'warn';
   if (e.decision) return verdictKind(e.decision);
   return /^refused|blocked|rejected/.test(e.display || '') ? 'bad' : 'info';
+}
+
+// An audit event's `display` (the server's words for what it means) in the console's language:
+// `refused: {code}` and the like keep their code; the server's text stays as the title.
+function displayText(display) {
+  const d = String(display || '');
+  let m = /^refused: (.+)$/.exec(d);
+  if (m) return t('display.refused', { code: m[1] });
+  m = /^dry run: would be refused \((.+)\)$/.exec(d);
+  if (m) return t('display.dry_run_refused', { code: m[1] });
+  m = /^change settled: (.+)$/.exec(d);
+  if (m && m[1] !== 'applied') return t('display.change_settled_code', { code: m[1] });
+  const key = d.toLowerCase().replace(/[^a-z]+/g, '_').replace(/^_+|_+$/g, '');
+  return key ? t(`display.${key}`, {}, d) : d;
+}
+
+function shownDisplay(e) {
+  const raw = e.display || e.decision;
+  const b = badge(e.display ? displayText(e.display) : codeText('verdict', e.decision), displayKind(e));
+  b.title = raw;
+  b.dataset.code = raw;
+  return b;
 }

@@ -4,7 +4,7 @@
 // are usable follows the token's scopes (kill:set, kill:lift); the server checks them again.
 import { claims, get, hasScope, post } from './api.js';
 import { t } from './i18n.js';
-import { h, clear, badge, errorBox, table, field, time, announce, runIdOf } from './ui.js';
+import { h, clear, badge, errorBox, table, field, time, announce, runIdOf, codeBadge } from './ui.js';
 
 const AGENT = /^[A-Za-z0-9_.-]{1,64}$/;
 
@@ -157,9 +157,9 @@ export function view(main, { signal }) {
       h('td', {}, h('a', { href: `#/approvals/${encodeURIComponent(a.id)}`, class: 'hash' }, a.id)),
       h('td', {}, (a.plan && a.plan.tool) || '—'), h('td', {}, a.requester || a.subject || '—')));
     list('jobs', u.jobs || [], [t('kill.id'), t('decisions.tool'), t('runs.status')], (j) => h('tr', {},
-      h('td', { class: 'hash' }, j.id), h('td', {}, (j.plan && j.plan.tool) || '—'), h('td', {}, badge(j.status, 'warn'))));
+      h('td', { class: 'hash' }, j.id), h('td', {}, (j.plan && j.plan.tool) || '—'), h('td', {}, codeBadge('job_status', j.status, 'warn'))));
     list('paused_runs', u.paused_runs || [], [t('runs.id'), t('runs.pipeline'), t('runs.status'), t('runs.steps')], (r) => h('tr', {},
-      h('td', {}, runLink(r.thread_id)), h('td', {}, r.graph || '—'), h('td', {}, badge(r.status, 'warn')), h('td', {}, String(r.step))));
+      h('td', {}, runLink(r.thread_id)), h('td', {}, r.graph || '—'), h('td', {}, h('span', { class: 'badge warn', title: r.status }, t(`runs.status_${r.status}`, {}, r.status))), h('td', {}, String(r.step))));
     list('cancelled_runs', u.cancelled_runs || [], [t('runs.id')], (thread) => h('tr', {}, h('td', {}, runLink(thread))));
   }
 }

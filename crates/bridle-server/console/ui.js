@@ -180,3 +180,16 @@ export function approveControl({ key, tool, strong, label, disabled, onConfirm, 
   draw();
   return box;
 }
+
+// A stable code (a level, a status, a verdict, an audit kind) in the console's language: the
+// dictionary's `{group}.{code}`, else the code itself. `codeBadge` keeps the raw code as the
+// badge's title and `data-code`, for operators who search logs by it.
+export function codeText(group, code) {
+  return code === undefined || code === null || code === '' ? '—' : t(`${group}.${code}`, {}, String(code));
+}
+
+export function codeBadge(group, code, kind) {
+  const b = badge(codeText(group, code), kind || verdictKind(code));
+  if (code !== undefined && code !== null) { b.title = String(code); b.dataset.code = String(code); }
+  return b;
+}

@@ -172,6 +172,9 @@ pub struct ApprovalShown {
     /// Why `current` could not be read (adapter down, timeout …); absent otherwise.
     #[schema(nullable = false)]
     pub diff_error: Option<String>,
+    /// Whether the current state was read: false when the tool names no state to compare (no
+    /// resource or read tool) or the read failed.
+    pub compared: bool,
 }
 
 /// One field of a plan's diff.

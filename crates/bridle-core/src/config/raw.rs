@@ -120,6 +120,13 @@ pub(super) struct RawTool {
     /// A human-readable name for consoles and MCP clients (default: from the name).
     #[serde(default)]
     pub title: Option<String>,
+    /// The title in Korean, for the console in Korean (default: `title`).
+    #[serde(default)]
+    pub title_ko: Option<String>,
+    /// The description in Korean, for the console in Korean (default: `description`); never
+    /// shown to models.
+    #[serde(default)]
+    pub description_ko: Option<String>,
     /// Calling it again with the same arguments has no further effect (MCP `idempotentHint`).
     #[serde(default)]
     pub idempotent: bool,

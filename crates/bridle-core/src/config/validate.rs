@@ -15,6 +15,8 @@ use crate::principal::Principal;
 
 /// Longest adapter timeout a tool may declare.
 const MAX_TIMEOUT_MS: u64 = 600_000;
+/// Longest Korean tool description, in characters.
+const MAX_DESCRIPTION_KO_CHARS: usize = 2000;
 /// Longest tool title, in characters.
 const MAX_TITLE_CHARS: usize = 120;
 /// Default adapter timeout.
@@ -252,10 +254,25 @@ fn tool_contract(
         ),
         Some(_) => {}
     }
-    if let Some(title) = &tool.title
-        && (title.trim().is_empty() || title.chars().count() > MAX_TITLE_CHARS || title.chars().any(char::is_control))
+    for (field, title) in [("title", &tool.title), ("title_ko", &tool.title_ko)] {
+        if let Some(title) = title
+            && (title.trim().is_empty()
+                || title.chars().count() > MAX_TITLE_CHARS
+                || title.chars().any(char::is_control))
+        {
+            errors.push(
+                format!("{at}.{field}"),
+                format!("must be 1 to {MAX_TITLE_CHARS} characters, no control characters"),
+            );
+        }
+    }
+    if let Some(text) = &tool.description_ko
+        && (text.trim().is_empty() || text.chars().count() > MAX_DESCRIPTION_KO_CHARS || text.contains('\0'))
     {
-        errors.push(format!("{at}.title"), format!("must be 1 to {MAX_TITLE_CHARS} characters, no control characters"));
+        errors.push(
+            format!("{at}.description_ko"),
+            format!("must be 1 to {MAX_DESCRIPTION_KO_CHARS} characters, no NUL"),
+        );
     }
     let timeout_ms = tool.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
     if timeout_ms == 0 || timeout_ms > MAX_TIMEOUT_MS {
@@ -316,6 +333,8 @@ fn tool_contract(
         name: name.to_owned(),
         title: tool.title.clone().unwrap_or_else(|| title_of(name)),
         description: tool.description.clone(),
+        title_ko: tool.title_ko.clone(),
+        description_ko: tool.description_ko.clone(),
         idempotent: tool.idempotent,
         mode: tool.mode,
         scope: tool.scope.clone(),

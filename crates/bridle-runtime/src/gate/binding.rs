@@ -3,16 +3,20 @@
 //! Step 9 only decides here; consumption happens in step 10, in the same transaction that
 //! reserves the job, so a lost race is caught atomically.
 
+use bridle_core::agents::AgentSource;
 use bridle_core::approval::{self, ApprovalRequest, ApprovalStatus};
 use bridle_core::audit::{AuditRecord, Decision, EventKind, Timings};
+use bridle_core::bounds;
 use bridle_core::contract::ToolContract;
 use bridle_core::job::{Job, JobStatus};
+use bridle_core::level::CallSignals;
 use bridle_core::level::LevelDecision;
 use bridle_core::plan::PlanHash;
 use bridle_core::ports::{Consume, Created};
 use bridle_core::{Code, Principal, Rejection};
-use serde_json::json;
+use serde_json::{Value, json};
 
+use super::identity::Who;
 use super::trace::Trace;
 use super::{CallOutcome, Gate, Proposal, Stop, Verdict};
 
@@ -142,6 +146,41 @@ pub(super) async fn bind(gate: &Gate, p: &Proposal<'_>, t: &mut Trace) -> Result
             Err(pending(missing, &existing.id, &why, p, "is waiting for a human").into())
         }
     }
+}
+
+/// Most bytes of pipeline evidence kept on an approval request (its JSON text).
+const MAX_EVIDENCE_BYTES: usize = 16 * 1024;
+
+/// What an approval request created for this call shows about who proposed it, beside what the
+/// action history attached: `agent` as the credential names it (`source`: `claim`, `principal`),
+/// or as the in-process pipeline that made the call named it (`pipeline`); an agent only the
+/// request named is the caller's word, shown apart (`named_by_request`, `source: request`) and
+/// never as the agent; `none` when nobody named one. A pipeline's evidence (`evidence`) is kept
+/// when it is storable and at most [`MAX_EVIDENCE_BYTES`].
+pub(super) fn proposer_context(context: Option<Value>, who: &Who, signals: &CallSignals) -> Value {
+    let mut context = context.filter(Value::is_object).unwrap_or_else(|| json!({}));
+    let pipeline = signals.evidence.as_ref().and_then(|e| e.get("pipeline")).and_then(Value::as_str);
+    let agent = match (&who.agent, who.source) {
+        (Some(id), Some(source)) if source.by_credential() => json!({"id": id, "source": source.as_str()}),
+        (Some(id), Some(AgentSource::Request)) if pipeline.is_some() => {
+            json!({"id": id, "source": "pipeline", "pipeline": pipeline})
+        }
+        (Some(named), _) => json!({"id": null, "source": "request", "named_by_request": named}),
+        (None, _) => json!({"id": null, "source": "none"}),
+    };
+    if let Some(fields) = context.as_object_mut() {
+        fields.insert("agent".to_owned(), agent);
+        if let Some(evidence) = &signals.evidence {
+            let fits = serde_json::to_string(evidence).map_or(0, |s| s.len()) <= MAX_EVIDENCE_BYTES;
+            let kept = if fits && bounds::check_json("evidence", evidence).is_ok() {
+                evidence.clone()
+            } else {
+                json!({"pipeline": pipeline, "omitted": "the evidence was too large or not storable"})
+            };
+            fields.insert("evidence".to_owned(), kept);
+        }
+    }
+    context
 }
 
 /// Why `tool` needs `level`: the escalation rules that fired, else the tool's own default level.

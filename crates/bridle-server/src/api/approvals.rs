@@ -71,24 +71,47 @@ pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<
     Ok(Json(json!({"approvals": with_risk(&state, &pending)?})))
 }
 
-/// `request` as JSON with its tool's `risk` tier beside it (what the approver weighs; absent when
-/// the tool is no longer registered).
-fn shown(state: &AppState, request: &bridle_core::approval::ApprovalRequest) -> Result<Value, ApiError> {
+/// `request` as JSON with what the approver weighs beside it, read now: its tool's `risk` tier
+/// and `tool_info` (title and description, in Korean too when the contract has them; both absent
+/// when the tool is no longer registered), its `change_hash` (the same change, whoever asks in
+/// whichever run), and `same_change`: the other pending requests of `pending` with that hash.
+fn shown(state: &AppState, request: &ApprovalRequest, pending: &[ApprovalRequest]) -> Result<Value, ApiError> {
     let mut value = serde_json::to_value(request)?;
-    let risk = state.gate.config().registry.get(&request.plan.tool).map(|t| t.risk.as_str());
-    if let (Some(risk), Some(fields)) = (risk, value.as_object_mut()) {
-        fields.insert("risk".to_owned(), Value::String(risk.to_owned()));
+    let Some(fields) = value.as_object_mut() else { return Ok(value) };
+    if let Some(tool) = state.gate.config().registry.get(&request.plan.tool) {
+        fields.insert("risk".to_owned(), Value::String(tool.risk.as_str().to_owned()));
+        let mut info = json!({"title": tool.title, "description": tool.description});
+        if let Some(info) = info.as_object_mut() {
+            if let Some(title) = &tool.title_ko {
+                info.insert("title_ko".to_owned(), Value::String(title.clone()));
+            }
+            if let Some(text) = &tool.description_ko {
+                info.insert("description_ko".to_owned(), Value::String(text.clone()));
+            }
+        }
+        fields.insert("tool_info".to_owned(), info);
     }
+    let hash = approval::change_hash(&request.plan).map_err(bridle_runtime::GateError::from)?;
+    let mut same = Vec::new();
+    for other in pending.iter().filter(|o| o.id != request.id && o.plan.tool == request.plan.tool) {
+        if approval::change_hash(&other.plan).is_ok_and(|h| h == hash) {
+            same.push(json!({"id": other.id, "run_id": other.plan.run_id, "requester": other.requester}));
+        }
+    }
+    fields.insert("change_hash".to_owned(), Value::String(hash));
+    fields.insert("same_change".to_owned(), Value::Array(same));
     Ok(value)
 }
 
-/// [`shown`] for each request of a list.
-fn with_risk(state: &AppState, pending: &[bridle_core::approval::ApprovalRequest]) -> Result<Vec<Value>, ApiError> {
-    pending.iter().map(|r| shown(state, r)).collect()
+/// [`shown`] for each request of a pending list.
+fn with_risk(state: &AppState, pending: &[ApprovalRequest]) -> Result<Vec<Value>, ApiError> {
+    pending.iter().map(|r| shown(state, r, pending)).collect()
 }
 
 /// One request: its plan (tool, arguments, tenant, subject, incident, run id), plan hash, level,
-/// status, grants and expiry, with the plan's diff against the current state of its resource.
+/// status, grants, expiry and context (reasons, agent and its source, a pipeline's evidence),
+/// with the plan's diff against the current state of its resource (`compared` false: the tool
+/// names no state to compare, or the read failed).
 /// The state is read with the read tool's own identity (the caller needs no read scope); a
 /// failed read leaves `current` null and says why in `diff_error`, never hiding the request.
 #[utoipa::path(
@@ -109,16 +132,17 @@ pub async fn show(
 ) -> Result<Json<Value>, ApiError> {
     require_approver(&caller)?;
     let request = load(&state, &caller, &id).await?;
-    let approval = shown(&state, &request)?;
-    let (current, diff, diff_error) = match state.desk.current_state(&request).await {
-        Ok(None) => (Value::Null, Vec::new(), None),
+    let pending = state.desk.pending_approvals(&caller.0).await?;
+    let approval = shown(&state, &request, &pending)?;
+    let (current, diff, diff_error, compared) = match state.desk.current_state(&request).await {
+        Ok(None) => (Value::Null, Vec::new(), None, false),
         Ok(Some(current)) => {
             let diff = approval::diff(&request.plan.arguments, &current);
-            (current, diff, None)
+            (current, diff, None, true)
         }
-        Err(reason) => (Value::Null, Vec::new(), Some(reason.to_string())),
+        Err(reason) => (Value::Null, Vec::new(), Some(reason.to_string()), false),
     };
-    let mut body = json!({"approval": approval, "current": current, "diff": diff});
+    let mut body = json!({"approval": approval, "current": current, "diff": diff, "compared": compared});
     if let (Some(reason), Some(fields)) = (diff_error, body.as_object_mut()) {
         fields.insert("diff_error".to_owned(), Value::String(reason));
     }

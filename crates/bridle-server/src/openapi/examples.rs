@@ -73,8 +73,15 @@ fn approval(status: &str, grants: Value) -> Value {
     json!({"id": APPROVAL_ID, "tenant": "tenant-a", "plan": plan(), "plan_hash": PLAN_HASH,
         "requester": "requester-1", "level": "approval", "status": status, "grants": grants,
         "rejection_reason": null, "created_at": AT, "expires_at": "2026-12-03T20:17:37.495Z", "consumed_by": null,
-        "context": {"reasons": ["`scale_replicas` needs `approval` for every call (the tool's default level)"]},
-        "risk": "limited_change"})
+        "context": {"reasons": ["`scale_replicas` needs `approval` for every call (the tool's default level)"],
+            "agent": {"id": "incident-responder", "source": "claim"}},
+        "risk": "limited_change",
+        "tool_info": {"title": "Scale replicas",
+            "description": "Apply an approved replica target, between 1 and 5, to a service at a known resource version.",
+            "title_ko": "레플리카 수 조정",
+            "description_ko": "승인된 레플리카 목표(1~5)를 알려진 리소스 버전의 서비스에 적용합니다."},
+        "change_hash": "5f0c3d0e3b1e9a3f14c1b9c1c8f0c7d2a6b0e4d1f2a3b4c5d6e7f8091a2b3c4d",
+        "same_change": [{"id": "01a23d80-9a11-7c2e-8d55-3f1b2c3d4e5f", "run_id": "run-102", "requester": "requester-1"}]})
 }
 
 fn waiting() -> Value {
@@ -184,7 +191,7 @@ fn response_examples() -> Vec<(&'static str, &'static str, &'static str, Named)>
                 json!({"approval": approval("pending", json!([])),
             "current": {"replicas": 2, "resource_version": 7},
             "diff": [{"field": "replicas", "current": 2, "proposed": 3},
-                {"field": "resource_version", "current": 7, "proposed": 7}]}),
+                {"field": "resource_version", "current": 7, "proposed": 7}], "compared": true}),
             )],
         ),
         (

@@ -97,13 +97,102 @@ pub struct ApprovalRequest {
     /// The job that used it.
     #[schema(required = true)]
     consumed_by: Option<String>,
-    /// Why it was asked for (`{reasons: [...]}` and the like); absent when nothing was said.
-    #[schema(value_type = Object, required = false)]
-    context: Option<Value>,
+    /// Why it was asked for and who proposed it; absent on requests made before it was kept.
+    #[schema(required = false, nullable = false)]
+    context: Option<ApprovalContext>,
     /// The tool's risk tier, what the approver weighs (the list, the stream and one request;
     /// absent after an approve or reject, or for a tool no longer registered).
     #[schema(nullable = false)]
     risk: Option<RiskTier>,
+    /// The tool's title and description (absent like `risk`).
+    #[schema(nullable = false)]
+    tool_info: Option<ToolInfo>,
+    /// Hex SHA-256 of the canonical `{tenant, tool, arguments}`: the same change, whoever asks in
+    /// whichever run (the list, the stream and one request).
+    #[schema(nullable = false)]
+    change_hash: Option<String>,
+    /// The other pending requests with the same `change_hash` (the list, the stream and one
+    /// request; empty when none).
+    #[schema(nullable = false)]
+    same_change: Option<Vec<SameChange>>,
+}
+
+/// What an approval's context says (`ApprovalRequest.context`; more keys may follow).
+#[derive(Serialize, ToSchema)]
+pub struct ApprovalContext {
+    /// Why approval is needed: each escalation rule that fired, else the tool's default level.
+    reasons: Vec<String>,
+    /// Who proposed the call.
+    #[schema(nullable = false)]
+    agent: Option<ProposingAgent>,
+    /// What a pipeline attached (`{pipeline, anomaly, diagnosis, candidates: [{cause,
+    /// confidence, evidence}], advice}` for the fab pipeline).
+    #[schema(value_type = Object, required = false, nullable = false)]
+    evidence: Option<Value>,
+    /// The action-history rows that escalated it: `{tool, diagnosis, equipment_class,
+    /// failures: [...], successes}`.
+    #[schema(value_type = Object, required = false, nullable = false)]
+    history: Option<Value>,
+}
+
+/// The agent a call was made for, and where that came from.
+#[derive(Serialize, ToSchema)]
+pub struct ProposingAgent {
+    /// Agent id; null when no credential or pipeline named one.
+    #[schema(required = true)]
+    id: Option<String>,
+    /// `claim` (the token's `agent` claim), `principal` (the subject bound in `[[agents]]`),
+    /// `pipeline` (the in-process pipeline that made the call), `request` (only the call named
+    /// one, not taken as the agent), `none`.
+    source: AgentSourceName,
+    /// The pipeline, for `pipeline`.
+    #[schema(nullable = false)]
+    pipeline: Option<String>,
+    /// The agent the call named, for `request`.
+    #[schema(nullable = false)]
+    named_by_request: Option<String>,
+}
+
+/// Where a proposing agent's identity came from.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentSourceName {
+    /// The verified token's `agent` claim.
+    Claim,
+    /// The subject is bound to the agent by `[[agents]] principals`.
+    Principal,
+    /// The in-process pipeline that made the call.
+    Pipeline,
+    /// Only the call named it.
+    Request,
+    /// Nobody named one.
+    None,
+}
+
+/// A tool as an approver reads it.
+#[derive(Serialize, ToSchema)]
+pub struct ToolInfo {
+    /// Title.
+    title: String,
+    /// Description.
+    description: String,
+    /// Title in Korean, when the contract has one.
+    #[schema(nullable = false)]
+    title_ko: Option<String>,
+    /// Description in Korean, when the contract has one.
+    #[schema(nullable = false)]
+    description_ko: Option<String>,
+}
+
+/// Another pending request for the same change.
+#[derive(Serialize, ToSchema)]
+pub struct SameChange {
+    /// Its id.
+    id: String,
+    /// Its run.
+    run_id: String,
+    /// Who asked.
+    requester: String,
 }
 
 /// Time spent on a call, in microseconds.

@@ -214,3 +214,79 @@ async fn audit_pages_follow_the_chain() {
         assert_eq!((status, code(&body)), (StatusCode::BAD_REQUEST, "bad_request"), "{bad}");
     }
 }
+
+/// A token of the bundled `requester-1` whose credential names `agent`.
+fn requester_as_agent(agent: &str) -> String {
+    let config = bridle_runtime::bundled::checkout().unwrap();
+    let p = &config.principals["requester-1"];
+    let request = bridle_server::auth::TokenRequest {
+        subject: "requester-1".into(),
+        tenant: p.tenant.clone(),
+        services: p.services.iter().cloned().collect(),
+        scopes: p.scopes.iter().cloned().collect(),
+        ttl_seconds: 3600,
+        agent: Some(agent.into()),
+    };
+    bridle_server::auth::issue_hs256(
+        super::support::SECRET,
+        bridle_server::auth::DEFAULT_ISSUER,
+        bridle_server::auth::DEFAULT_AUDIENCE,
+        &request,
+    )
+    .unwrap()
+}
+
+/// `scale_replicas` to `replicas` in `run`, optionally naming an agent in the body: the id of
+/// the approval request it waits for.
+async fn waiting(app: &axum::Router, token: &str, run: &str, replicas: i64, agent: Option<&str>) -> String {
+    let mut body = json!({"tool": "scale_replicas", "run_id": run, "incident": "inc-7",
+        "arguments": {"service": "checkout", "replicas": replicas, "resource_version": 7}});
+    if let Some(agent) = agent {
+        body["agent"] = json!(agent);
+    }
+    let (status, answer) = post(app, "/v1/calls", Some(token), &body).await;
+    assert_eq!((status, answer["rejection"]["code"].as_str()), (StatusCode::OK, Some("approval_required")), "{answer}");
+    answer["approval_id"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn the_card_names_the_agent_from_the_credential_the_tool_and_the_same_change_elsewhere() {
+    let app = app().await;
+    let operator = token("operator-2");
+    let claimed = waiting(&app, &requester_as_agent("incident-responder"), "run-201", 3, None).await;
+    let named = waiting(&app, &token("requester-1"), "run-202", 3, Some("incident-responder")).await;
+    let other = waiting(&app, &token("requester-1"), "run-203", 4, None).await;
+
+    // The agent comes from the token's claim, with where it came from.
+    let (_, shown) = get(&app, &format!("/v1/approvals/{claimed}"), Some(&operator)).await;
+    let a = &shown["approval"];
+    assert_eq!(a["context"]["agent"], json!({"id": "incident-responder", "source": "claim"}), "{shown}");
+    assert_eq!(a["plan"]["incident"], "inc-7");
+    assert_eq!(a["risk"], "limited_change");
+    assert_eq!(a["tool_info"]["title"], "Scale replicas", "{shown}");
+    assert!(a["tool_info"]["description"].as_str().unwrap().starts_with("Apply an approved replica target"));
+    assert_eq!(a["tool_info"]["title_ko"], "레플리카 수 조정", "{shown}");
+    assert!(a["tool_info"]["description_ko"].is_string());
+    // A name only the request gave is never taken as the agent; it is shown apart.
+    let (_, shown) = get(&app, &format!("/v1/approvals/{named}"), Some(&operator)).await;
+    let agent = &shown["approval"]["context"]["agent"];
+    assert_eq!(agent, &json!({"id": null, "source": "request", "named_by_request": "incident-responder"}), "{shown}");
+    let (_, shown) = get(&app, &format!("/v1/approvals/{other}"), Some(&operator)).await;
+    assert_eq!(shown["approval"]["context"]["agent"], json!({"id": null, "source": "none"}), "{shown}");
+
+    // The same change asked in two runs is grouped (by the canonical arguments' hash); another
+    // replica count is another change.
+    let (_, list) = get(&app, "/v1/approvals", Some(&operator)).await;
+    let by_id = |id: &str| list["approvals"].as_array().unwrap().iter().find(|a| a["id"] == id).cloned().unwrap();
+    let same = |id: &str| -> Vec<String> {
+        by_id(id)["same_change"].as_array().unwrap().iter().map(|o| o["id"].as_str().unwrap().to_owned()).collect()
+    };
+    assert_eq!(same(&claimed), [named.as_str()]);
+    assert_eq!(same(&named), [claimed.as_str()]);
+    assert!(same(&other).is_empty());
+    assert_eq!(by_id(&claimed)["change_hash"], by_id(&named)["change_hash"]);
+    assert_ne!(by_id(&claimed)["change_hash"], by_id(&other)["change_hash"]);
+    assert_eq!(by_id(&claimed)["same_change"][0]["run_id"], "run-202");
+    let (_, shown) = get(&app, &format!("/v1/approvals/{named}"), Some(&operator)).await;
+    assert_eq!(shown["approval"]["same_change"][0]["id"], claimed.as_str(), "{shown}");
+}

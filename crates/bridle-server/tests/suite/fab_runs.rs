@@ -114,6 +114,22 @@ async fn a_fab_run_over_http_is_rejected_regenerated_approved_and_executed_for_i
     let (_, request) = get(&app, &format!("/v1/approvals/{approval}"), Some(&operator)).await;
     assert_eq!(request["approval"]["plan"]["tool"], "replace_part", "{request}");
     assert_eq!(request["approval"]["requester"], "advisor-agent", "{request}");
+    // The card's context: the Advisor named by the pipeline that made the call, the incident,
+    // the diagnosis and every candidate with its confidence, and no state to compare.
+    let context = &request["approval"]["context"];
+    assert_eq!(context["agent"], json!({"id": "advisor", "source": "pipeline", "pipeline": "fab"}), "{request}");
+    assert_eq!(request["approval"]["plan"]["incident"], "inc-api");
+    assert_eq!(request["approval"]["risk"], "destructive");
+    assert_eq!(request["approval"]["tool_info"]["title_ko"], "부품 교체", "{request}");
+    let evidence = &context["evidence"];
+    assert_eq!(evidence["pipeline"], "fab", "{request}");
+    assert_eq!(evidence["anomaly"]["equipment"], "etch-01", "{request}");
+    let candidates = evidence["candidates"].as_array().unwrap();
+    assert!(!candidates.is_empty(), "{request}");
+    assert!(candidates.iter().all(|c| c["cause"].is_string() && c["confidence"].is_f64()), "{request}");
+    assert!(candidates.iter().any(|c| c["cause"] == evidence["diagnosis"]["cause"]), "{request}");
+    assert!(!context["reasons"].as_array().unwrap().is_empty(), "{request}");
+    assert_eq!((request["compared"].as_bool(), request["diff"].as_array().map(Vec::len)), (Some(false), Some(0)));
     let reason = json!({"reason": "no downtime this shift; trim the setpoint instead"});
     let (status, body) = post(&app, &format!("/v1/approvals/{approval}/reject"), Some(&operator), &reason).await;
     assert_eq!(status, StatusCode::OK, "{body}");
@@ -126,6 +142,10 @@ async fn a_fab_run_over_http_is_rejected_regenerated_approved_and_executed_for_i
     let (_, request) = get(&app, &format!("/v1/approvals/{approval}"), Some(&operator)).await;
     assert_eq!(request["approval"]["plan"]["tool"], "set_temperature", "{request}");
     assert_eq!(request["approval"]["requester"], "advisor-agent", "{request}");
+    // A tune names its state: the setpoint read now against the proposed one.
+    assert_eq!(request["compared"], true, "{request}");
+    assert!(request["diff"].as_array().unwrap().iter().any(|c| c["field"] == "temp_celsius"), "{request}");
+    assert!(request["approval"]["context"]["evidence"]["advice"]["reasoning"].is_string(), "{request}");
     let (status, body) = post(&app, &format!("/v1/approvals/{approval}/approve"), Some(&operator), &json!({})).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     resume(&app, &operator, &run, &interrupt).await;

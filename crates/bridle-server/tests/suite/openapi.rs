@@ -56,7 +56,7 @@ async fn the_document_lists_every_route() {
     assert!(calls.contains("200 responses carrying the verdict"), "{calls}");
     assert!(doc["components"]["schemas"]["ErrorBody"].is_object());
     let shown = &doc["components"]["schemas"]["ApprovalShown"];
-    assert_eq!(shown["required"], serde_json::json!(["approval", "current", "diff"]), "{shown}");
+    assert_eq!(shown["required"], serde_json::json!(["approval", "current", "diff", "compared"]), "{shown}");
     assert_eq!(shown["properties"]["diff"]["items"]["$ref"], "#/components/schemas/FieldChange", "{shown}");
     let field = &doc["components"]["schemas"]["FieldChange"];
     assert_eq!(field["required"], serde_json::json!(["field", "current", "proposed"]), "{field}");

@@ -251,7 +251,25 @@ fn signals(s: &State, advice: &Value) -> CallSignals {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
-    CallSignals { confidence, candidates: 0, tainted: false, degraded, history: None }
+    CallSignals { confidence, degraded, ..CallSignals::default() }
+}
+
+/// What the approver of this run's plan is shown (`context.evidence` of its approval request):
+/// the anomaly, the chosen diagnosis, every candidate cause with its confidence, and the Advisor's
+/// reasoning, confidence and source.
+fn evidence(s: &State, advice: &Value) -> Value {
+    json!({
+        "pipeline": "fab",
+        "anomaly": s.get("anomaly"),
+        "diagnosis": s.get("diagnosis"),
+        "candidates": s.get("candidates"),
+        "advice": {
+            "reasoning": advice.get("reasoning"),
+            "confidence": advice.get("confidence"),
+            "source": advice.get("source"),
+            "degraded": advice.get("degraded"),
+        },
+    })
 }
 
 /// The history a proposal of this run is judged against: the chosen cause and the class of the
@@ -365,6 +383,7 @@ pub(super) async fn propose(fab: Arc<Fab>, s: State, ctx: NodeContext) -> Result
         CallRequest::new(&tool, arguments.clone()).with_key(&format!("{}/round-{round}/propose", ctx.thread_id()));
     request.signals = signals(&s, &advice);
     request.signals.history = history_key(&fab, &s);
+    request.signals.evidence = Some(evidence(&s, &advice));
     let request = on_behalf(&fab, request, ADVISOR);
     let outcome = call_tool(&fab.gate, &ctx, &fab.principal, &run_context(&s, &ctx), request.clone()).await?;
     let code = outcome.code();
