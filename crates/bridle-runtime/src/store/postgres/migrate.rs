@@ -49,6 +49,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     },
     Migration { version: 8, name: "runs", sql: include_str!("../../../migrations/postgres/0008_runs.sql") },
     Migration { version: 9, name: "audit_auth", sql: include_str!("../../../migrations/postgres/0009_audit_auth.sql") },
+    Migration {
+        version: 10,
+        name: "chat_conversations",
+        sql: include_str!("../../../migrations/postgres/0010_chat_conversations.sql"),
+    },
 ];
 
 /// The advisory lock key that serializes migration runs (`bridle` as ASCII, an arbitrary
