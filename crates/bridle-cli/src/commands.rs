@@ -3,6 +3,7 @@
 pub mod approvals;
 pub mod audit;
 pub mod bench;
+pub mod chat;
 pub mod check;
 pub mod demo;
 pub mod drift;

@@ -111,6 +111,11 @@ enum Command {
         #[command(subcommand)]
         command: commands::approvals::ApprovalsCommand,
     },
+    /// The operator chat (seed 000's) on the store and the configured model, as the operator of
+    /// `--token` / BRIDLE_TOKEN or `--as P` (sqlite:// or memory only), who needs `chat:use`:
+    /// `--message M` for one turn, else a message per line from stdin (`/new`, `/quit`). The
+    /// guard, the gate and the limits are those of `POST /v1/chat`.
+    Chat(commands::chat::Args),
     /// Jobs (changes run through the gate): list the unsettled ones, reconcile those whose
     /// outcome is unknown by asking their adapter; nothing is ever executed again.
     Jobs {
@@ -169,6 +174,7 @@ fn main() -> ExitCode {
             Command::Bench { command } => commands::bench::run(g, command),
             Command::Serve { listen, log_json } => commands::serve::run(config, db, listen.as_deref(), *log_json).await,
             Command::Approvals { command } => commands::approvals::run(command, config, db, json).await,
+            Command::Chat(args) => commands::chat::run(args, config, db, json).await,
             Command::Mcp { stdio: _, token } => commands::mcp::stdio(config, db, token.as_deref()).await,
             Command::Jobs { command } => commands::jobs::run(g, command).await,
             Command::Outcome(args) => commands::outcome::run(g, args).await,

@@ -5,6 +5,7 @@ mod suite {
     mod approvals;
     mod audit;
     mod bench;
+    mod chat;
     mod check;
     mod commands;
     mod config_limits;

@@ -46,6 +46,9 @@ pub enum EventKind {
     ChatBlocked,
     /// A chat turn was stopped by a limit (tool calls, deadline, budget, circuit, model error).
     ChatStopped,
+    /// An operator chat turn was stored in its conversation (call id: the turn id; run: the
+    /// conversation's; reason: the turn's number, status and tool calls, never the text).
+    ChatTurn,
     /// A registered model moved forward one stage after a passing validation (call id: a fresh
     /// id; tool: the model's name; plan hash: the model file's SHA-256; reason: stages and
     /// agreement).
@@ -78,6 +81,7 @@ impl EventKind {
             Self::JobSettled => "job_settled",
             Self::ChatBlocked => "chat_blocked",
             Self::ChatStopped => "chat_stopped",
+            Self::ChatTurn => "chat_turn",
             Self::ModelPromoted => "model_promoted",
             Self::KillSwitchSet => "kill_switch_set",
             Self::KillSwitchLifted => "kill_switch_lifted",
@@ -213,6 +217,7 @@ impl AuditRecord {
             },
             EventKind::ChatBlocked => "chat message blocked".to_owned(),
             EventKind::ChatStopped => "chat turn stopped".to_owned(),
+            EventKind::ChatTurn => "chat turn".to_owned(),
             EventKind::ModelPromoted => "model promoted".to_owned(),
             EventKind::KillSwitchSet => "kill switch set".to_owned(),
             EventKind::KillSwitchLifted => "kill switch lifted".to_owned(),

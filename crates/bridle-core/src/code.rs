@@ -207,6 +207,9 @@ codes! {
     /// The store did not answer a readiness probe (unreachable, or its schema is gone): this
     /// replica should not be sent traffic until it does. A 503 of `/readyz`, never a verdict.
     StoreUnavailable => "store_unavailable",
+    // operator chat (`POST /v1/chat`)
+    /// The conversation has as many turns as it may hold; open a new one.
+    ConversationFull => "conversation_full",
 }
 
 impl std::fmt::Display for Code {

@@ -13,6 +13,7 @@ pub mod checkpoint;
 pub mod code;
 pub mod config;
 pub mod contract;
+pub mod conversation;
 pub mod deadline;
 pub mod decision;
 pub mod diagnosis;

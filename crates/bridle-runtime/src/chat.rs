@@ -23,6 +23,7 @@
 //! marker replaced by `[canary]`, and whose output is the tool calls asked for or the answer as
 //! the operator saw it (masked, or withheld).
 
+pub mod desk;
 mod guard;
 mod leak;
 
@@ -109,11 +110,38 @@ pub enum ChatStatus {
 pub struct ToolCallSummary {
     /// Tool named by the model.
     pub tool: String,
+    /// What the gate decided, in words: `executed`, `waiting_for_approval`, `refused` or `dry_run`.
+    pub verdict: String,
     /// Reject code; `None` when it executed.
     pub code: Option<Code>,
     /// The gate's call id (its audit event's).
     pub call_id: String,
+    /// The approval request a change waits for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_id: Option<String>,
 }
+
+impl ToolCallSummary {
+    fn of(outcome: &CallOutcome) -> Self {
+        let code = outcome.code();
+        let verdict = match (&outcome.verdict, code) {
+            (Verdict::Ok { .. }, _) => "executed",
+            (Verdict::DryRun { .. }, _) => "dry_run",
+            (_, Some(Code::ApprovalRequired | Code::HumanChoiceRequired)) => "waiting_for_approval",
+            _ => "refused",
+        };
+        Self {
+            tool: outcome.tool.clone(),
+            verdict: verdict.to_owned(),
+            code,
+            call_id: outcome.call_id.clone(),
+            approval_id: outcome.approval_id.clone(),
+        }
+    }
+}
+
+/// What a turn reports while it runs (a stream's frames): each tool call once the gate decided it.
+pub type OnToolCall<'a> = &'a (dyn Fn(&ToolCallSummary) + Send + Sync);
 
 /// The outcome of one turn.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -167,7 +195,7 @@ pub struct Chat {
     gate: Gate,
     client: Arc<dyn LlmClient>,
     settings: ChatSettings,
-    guard: ChatGuard,
+    guard: Arc<ChatGuard>,
 }
 
 impl std::fmt::Debug for Chat {
@@ -195,8 +223,19 @@ impl Chat {
     /// A chat over `gate` (its configuration's `[guard]` limits and sensitive terms) and
     /// `client`; fails only when the guard's patterns do not compile.
     pub fn new(gate: Gate, client: Arc<dyn LlmClient>, settings: ChatSettings) -> Result<Self, GuardError> {
-        let guard = ChatGuard::new(&gate.config().guard)?;
+        let guard = Arc::new(ChatGuard::new(&gate.config().guard)?);
         Ok(Self { gate, client, settings, guard })
+    }
+
+    /// The same chat over another model client (a conversation's, with its run's token budget).
+    #[must_use]
+    pub fn with_client(&self, client: Arc<dyn LlmClient>) -> Self {
+        Self { gate: self.gate.clone(), client, settings: self.settings.clone(), guard: self.guard.clone() }
+    }
+
+    /// The gate its tool calls go through.
+    pub fn gate(&self) -> &Gate {
+        &self.gate
     }
 
     /// The settings.
@@ -212,6 +251,18 @@ impl Chat {
         run: &RunContext,
         history: &[Message],
         user_text: &str,
+    ) -> Result<ChatAnswer, ChatError> {
+        self.turn_streaming(principal, run, history, user_text, &|_| {}).await
+    }
+
+    /// [`Self::turn`], telling `on_call` of each tool call as soon as the gate decided it.
+    pub async fn turn_streaming(
+        &self,
+        principal: &Principal,
+        run: &RunContext,
+        history: &[Message],
+        user_text: &str,
+        on_call: OnToolCall<'_>,
     ) -> Result<ChatAnswer, ChatError> {
         let started = Instant::now();
         let turn_id = uuid::Uuid::now_v7().to_string();
@@ -260,11 +311,16 @@ impl Chat {
             user_turn: history.iter().filter(|m| m.role == Role::User).count().saturating_add(1),
             prior_model_calls: history.iter().filter(|m| m.role == Role::Assistant).count(),
         };
-        self.converse(&turn, messages).await
+        self.converse(&turn, messages, on_call).await
     }
 
     /// Model calls and tool calls until an answer, a block or a stop.
-    async fn converse(&self, turn: &Turn<'_>, mut messages: Vec<Message>) -> Result<ChatAnswer, ChatError> {
+    async fn converse(
+        &self,
+        turn: &Turn<'_>,
+        mut messages: Vec<Message>,
+        on_call: OnToolCall<'_>,
+    ) -> Result<ChatAnswer, ChatError> {
         let mut answer = ChatAnswer::new(&turn.turn_id);
         let mut calls: u32 = 0;
         loop {
@@ -315,11 +371,9 @@ impl Chat {
                     let why = format!("the turn's deadline passed during tool call {calls}");
                     return self.stop(turn, answer, Code::DeadlineExceeded, &why).await;
                 };
-                answer.tool_calls.push(ToolCallSummary {
-                    tool: outcome.tool.clone(),
-                    code: outcome.code(),
-                    call_id: outcome.call_id.clone(),
-                });
+                let summary = ToolCallSummary::of(&outcome);
+                on_call(&summary);
+                answer.tool_calls.push(summary);
                 messages.push(Message::tool(call.id.clone(), tool_message(&outcome)));
             }
         }
@@ -456,7 +510,23 @@ impl Chat {
         started: Instant,
         blocked: &Blocked,
     ) -> Result<(), StoreError> {
-        let record = AuditRecord {
+        let mut record = self.record_of(kind, principal, run, turn_id, started);
+        record.decision = Some(Decision::Rejected);
+        record.code = Some(blocked.code.as_str().to_owned());
+        record.reason = Some(blocked.reason.clone());
+        self.gate.stores().audit.append(vec![record]).await.map(|_| ())
+    }
+
+    /// An audit record of this chat's turn `turn_id` (no decision, code or reason yet).
+    pub(crate) fn record_of(
+        &self,
+        kind: EventKind,
+        principal: &Principal,
+        run: &RunContext,
+        turn_id: &str,
+        started: Instant,
+    ) -> AuditRecord {
+        AuditRecord {
             kind,
             call_id: turn_id.to_owned(),
             at: self.gate.now(),
@@ -470,14 +540,13 @@ impl Chat {
             executor_identity: None,
             approval_id: None,
             approver: None,
-            decision: Some(Decision::Rejected),
-            code: Some(blocked.code.as_str().to_owned()),
-            reason: Some(blocked.reason.clone()),
+            decision: None,
+            code: None,
+            reason: None,
             timings: Timings { total_us: millis(started.elapsed()).saturating_mul(1000), policy_us: 0, adapter_us: 0 },
             auth: None,
             versions: self.gate.versions(self.gate.config().agents.get(&self.settings.agent).map(|a| a.id.as_str())),
-        };
-        self.gate.stores().audit.append(vec![record]).await.map(|_| ())
+        }
     }
 }
 

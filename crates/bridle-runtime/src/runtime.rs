@@ -328,6 +328,26 @@ impl Runtime {
         Arc::new(LimitedClient::for_run(self.llm.clone(), self.limits.clone(), self.clock.clone(), ledger))
     }
 
+    /// The operator chat over this runtime (`POST /v1/chat`, `bridle chat`): its gate, and for
+    /// each conversation the configured model under the configured limits with the token budget
+    /// of the conversation's run ([`Self::session_llm`]); the turn deadline is
+    /// `[runtime.deadlines] chat_turn_ms`. Fails only when the guard's patterns do not compile.
+    pub fn chat_desk(&self) -> Result<crate::chat::desk::ChatDesk, bridle_core::guard::GuardError> {
+        let settings = crate::chat::ChatSettings::from_config(&self.config);
+        let chat = crate::chat::Chat::new(self.engine.gate.clone(), self.llm.clone(), settings)?;
+        let (llm, limits, clock, budgets) =
+            (self.llm.clone(), self.limits.clone(), self.clock.clone(), self.stores.budgets.clone());
+        let model_for: crate::chat::desk::ModelFor = Arc::new(move |tenant: &str, run_id: &str| {
+            let ledger = crate::llm::limits::TokenLedger {
+                budgets: budgets.clone(),
+                tenant: tenant.to_owned(),
+                run_id: run_id.to_owned(),
+            };
+            Arc::new(LimitedClient::for_run(llm.clone(), limits.clone(), clock.clone(), ledger)) as Arc<dyn LlmClient>
+        });
+        Ok(crate::chat::desk::ChatDesk::new(chat, model_for))
+    }
+
     /// Settings for a pipeline run: the checkpointer, durability, retention, recursion limit,
     /// the pipeline deadline and the hooks.
     pub fn run_config(&self, thread_id: &str) -> RunConfig {

@@ -52,6 +52,8 @@ pub struct Stores {
     pub kills: Arc<dyn KillSwitches>,
     /// Executed actions and their outcomes.
     pub history: Arc<dyn ActionHistory>,
+    /// Operator chat conversations (`POST /v1/chat`).
+    pub conversations: Arc<dyn bridle_core::conversation::ConversationStore>,
     /// Whether the backend answers (the readiness probe, `GET /readyz`).
     pub health: Arc<dyn StoreHealth>,
     /// The URL it was opened from (`memory` for the in-memory store), without any password.
@@ -105,6 +107,7 @@ impl Stores {
             + ModelRegistry
             + KillSwitches
             + ActionHistory
+            + bridle_core::conversation::ConversationStore
             + StoreHealth
             + 'static,
     {
@@ -121,6 +124,7 @@ impl Stores {
             models: backend.clone(),
             kills: backend.clone(),
             history: backend.clone(),
+            conversations: backend.clone(),
             health: backend,
             url: url.to_owned(),
             anchoring: Anchoring::Unanchored(crate::audit::Unanchored::NoKey),

@@ -7,6 +7,7 @@ pub mod actions;
 pub mod approvals;
 pub mod audit;
 pub mod calls;
+pub mod chat;
 pub mod check;
 pub mod drift;
 pub mod feedback;
@@ -34,6 +35,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
     Router::new()
         .route("/v1/tools", get(tools::list))
         .route("/v1/calls", post(calls::call))
+        .route("/v1/chat", post(chat::turn))
         .route("/v1/approvals", get(approvals::list))
         .route("/v1/approvals/events", get(approvals::events))
         .route("/v1/approvals/{id}", get(approvals::show))

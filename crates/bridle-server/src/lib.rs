@@ -65,6 +65,9 @@ pub struct AppState {
     pub metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
     /// Graph runs over the runtime (`None`: `/v1/runs…` answer 404 `not_found`).
     pub runs: Option<Arc<runs::Runs>>,
+    /// The operator chat of `POST /v1/chat` (`None`: it answers 404 `not_found`; `bridle serve`
+    /// always installs the runtime's, see [`AppState::with_chat`]).
+    pub chat: Option<Arc<bridle_runtime::chat::desk::ChatDesk>>,
     /// Handlers of the feedback loop's events (`outcome_collected` from `/v1/decisions/{id}/feedback`).
     pub loop_hooks: Vec<Arc<dyn bridle_runtime::feedback::hooks::LoopHook>>,
 }
@@ -91,6 +94,7 @@ impl AppState {
             mcp: mcp::McpSettings::default(),
             metrics: None,
             runs: None,
+            chat: None,
             loop_hooks: Vec::new(),
         })
     }
@@ -109,6 +113,13 @@ impl AppState {
     #[must_use]
     pub fn with_loop_hooks(mut self, hooks: Vec<Arc<dyn bridle_runtime::feedback::hooks::LoopHook>>) -> Self {
         self.loop_hooks = hooks;
+        self
+    }
+
+    /// Serves `POST /v1/chat` with `desk` (the runtime's: [`bridle_runtime::runtime::Runtime::chat_desk`]).
+    #[must_use]
+    pub fn with_chat(mut self, desk: Arc<bridle_runtime::chat::desk::ChatDesk>) -> Self {
+        self.chat = Some(desk);
         self
     }
 

@@ -435,6 +435,7 @@ impl Modify for FeedbackBodyChoice {
         openapi_json,
         api::tools::list,
         api::calls::call,
+        api::chat::turn,
         api::approvals::list,
         api::approvals::events,
         api::approvals::show,
@@ -473,7 +474,9 @@ impl Modify for FeedbackBodyChoice {
         api::drift::DriftAnswer, api::drift::DriftMetric,
         api::feedback::FeedbackBody, api::feedback::FeedbackSource, api::feedback::FeedbackStored, api::feedback::FeedbackList,
         KillAnswer, KillList, api::kill::KillBody,
-        api::actions::OutcomeBody, api::actions::ActionOutcome, api::actions::OutcomeStored)),
+        api::actions::OutcomeBody, api::actions::ActionOutcome, api::actions::OutcomeStored,
+        api::chat::ChatBody, api::chat::ChatTurn, api::chat::ChatToolCall, api::chat::CallVerdict, api::chat::TurnStatus,
+        api::chat::ChatUsage, api::chat::ChatFrame)),
     modifiers(
         &BearerScheme,
         &MiddlewareResponses,

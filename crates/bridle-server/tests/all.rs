@@ -9,6 +9,7 @@ mod suite {
     mod auth;
     mod bounds;
     mod call_runs;
+    mod chat;
     mod console;
     mod edges;
     mod edges_tcp;

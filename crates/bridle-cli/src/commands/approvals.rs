@@ -85,9 +85,11 @@ pub struct Desk<'a> {
 }
 
 /// An operator who may not act: printed as `refused: CODE: message`, exit 1.
-struct Refusal {
-    code: &'static str,
-    message: String,
+pub(super) struct Refusal {
+    /// Stable code.
+    pub code: &'static str,
+    /// Why.
+    pub message: String,
 }
 
 /// Runs one subcommand.
@@ -109,41 +111,9 @@ impl Desk<'_> {
     async fn open(&self) -> anyhow::Result<Result<(ApprovalDesk, Principal, OperatorAuth), Refusal>> {
         let config = Arc::new(super::config(self.config)?);
         let url = super::store_url(&config, self.db);
-        let (principal, auth) = match (&self.who.acting_as, &self.who.token) {
-            (Some(_), _) if is_shared(&url) => {
-                return Ok(Err(Refusal {
-                    code: "unauthenticated",
-                    message: "`--as` acts without a credential and is refused on a postgres:// store, which several \
-                              servers and people share: authenticate with `--token T` or BRIDLE_TOKEN (see `bridle \
-                              token issue`)"
-                        .to_owned(),
-                }));
-            }
-            (Some(name), _) => {
-                let principal = config.principals.get(name).cloned().with_context(|| {
-                    let names: Vec<&str> = config.principals.keys().map(String::as_str).collect();
-                    format!("no principal `{name}` in the configuration (known: {})", names.join(", "))
-                })?;
-                (principal, OperatorAuth::As)
-            }
-            (None, token) => {
-                let env = std::env::var("BRIDLE_TOKEN").ok().filter(|t| !t.trim().is_empty());
-                let Some(token) = token.clone().or(env) else {
-                    anyhow::bail!(
-                        "`bridle approvals` needs the operator's credential: `--token T` or BRIDLE_TOKEN (see `bridle \
-                         token issue`); `--as P` only on a sqlite:// or memory store"
-                    );
-                };
-                let auth = bridle_server::auth::AuthConfig::from_env()
-                    .context("cannot verify tokens")?
-                    .with_settings(&config.auth);
-                let verifier = bridle_server::auth::Verifier::new(&auth).context("cannot verify tokens")?;
-                verifier.refresh().await.context("cannot read the token keys")?;
-                match verifier.verify(token.trim()) {
-                    Ok(principal) => (principal, OperatorAuth::Token),
-                    Err(e) => return Ok(Err(Refusal { code: "unauthenticated", message: e.to_string() })),
-                }
-            }
+        let (principal, auth) = match authenticate(&config, &url, self.who, "bridle approvals").await? {
+            Ok(who) => who,
+            Err(refusal) => return Ok(Err(refusal)),
         };
         let stores = super::stores(&config, Some(&url)).await?;
         let desk = bridle_runtime::check::engine(config, stores, super::tools()).context("building the gate")?.desk;
@@ -158,6 +128,50 @@ impl Desk<'_> {
             eprintln!("refused: {}: {}", r.code, r.message);
         }
         Ok(ExitCode::FAILURE)
+    }
+}
+
+/// The operator `who` names on the store at `url`: the verified principal of `--token` /
+/// BRIDLE_TOKEN, or `--as P` (a principal of `config`, only on a sqlite:// or memory store), or
+/// why they may not act. `command` names the command in messages.
+pub(super) async fn authenticate(
+    config: &bridle_core::config::Config,
+    url: &str,
+    who: &Credential,
+    command: &str,
+) -> anyhow::Result<Result<(Principal, OperatorAuth), Refusal>> {
+    match (&who.acting_as, &who.token) {
+        (Some(_), _) if is_shared(url) => Ok(Err(Refusal {
+            code: "unauthenticated",
+            message: "`--as` acts without a credential and is refused on a postgres:// store, which several servers \
+                      and people share: authenticate with `--token T` or BRIDLE_TOKEN (see `bridle token issue`)"
+                .to_owned(),
+        })),
+        (Some(name), _) => {
+            let principal = config.principals.get(name).cloned().with_context(|| {
+                let names: Vec<&str> = config.principals.keys().map(String::as_str).collect();
+                format!("no principal `{name}` in the configuration (known: {})", names.join(", "))
+            })?;
+            Ok(Ok((principal, OperatorAuth::As)))
+        }
+        (None, token) => {
+            let env = std::env::var("BRIDLE_TOKEN").ok().filter(|t| !t.trim().is_empty());
+            let Some(token) = token.clone().or(env) else {
+                anyhow::bail!(
+                    "`{command}` needs the operator's credential: `--token T` or BRIDLE_TOKEN (see `bridle token \
+                     issue`); `--as P` only on a sqlite:// or memory store"
+                );
+            };
+            let auth = bridle_server::auth::AuthConfig::from_env()
+                .context("cannot verify tokens")?
+                .with_settings(&config.auth);
+            let verifier = bridle_server::auth::Verifier::new(&auth).context("cannot verify tokens")?;
+            verifier.refresh().await.context("cannot read the token keys")?;
+            match verifier.verify(token.trim()) {
+                Ok(principal) => Ok(Ok((principal, OperatorAuth::Token))),
+                Err(e) => Ok(Err(Refusal { code: "unauthenticated", message: e.to_string() })),
+            }
+        }
     }
 }
 

@@ -89,6 +89,7 @@ pub async fn run(
         Limits::from_settings(&runtime.config.server),
     )?)
     .with_runs(Arc::new(Runs::new(runtime.clone(), bridle_apps::pipelines::registry())))
+    .with_chat(Arc::new(runtime.chat_desk().context("building the operator chat")?))
     .with_loop_hooks(loop_hooks);
     // Keys published by an identity provider are read before the first request, so a wrong URL
     // stops the start instead of refusing every token.

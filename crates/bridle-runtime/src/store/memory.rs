@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard};
 
+mod conversations;
 mod governance;
 mod runs;
 
@@ -38,6 +39,7 @@ struct Inner {
     models: BTreeMap<(String, String), ModelEntry>,
     kills: BTreeMap<bridle_core::kill::KillScope, bridle_core::kill::KillSwitch>,
     actions: BTreeMap<(String, String), bridle_core::history::ActionRecord>,
+    conversations: BTreeMap<(String, String), bridle_core::conversation::Conversation>,
     /// The injectable fault: every audit append fails while set.
     fail_audit: bool,
     /// Ids of operator-prepared requests, which never hold their plan's pending slot.

@@ -19,6 +19,7 @@ mod approvals;
 pub(crate) mod audit;
 mod auto_actions;
 mod budgets;
+mod conversations;
 mod decisions;
 mod feedback;
 mod governance;

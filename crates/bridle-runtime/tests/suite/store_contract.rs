@@ -9,6 +9,7 @@
 //! do) in `store_contract/postgres.rs`.
 
 mod actions;
+mod conversations;
 mod feedback;
 mod gate_level;
 mod governance;
@@ -18,6 +19,7 @@ mod sqlite;
 
 use actions::{auto_window_slides_per_tenant_and_resource, concurrent_auto_admissions_never_pass_the_limit};
 use bridle_core::agents::AgentSource;
+use conversations::conversations_are_owned_continued_by_compare_and_set_bounded_and_pruned;
 use feedback::{feedback_rates_decisions_of_its_own_tenant, models_move_stage_by_compare_and_set};
 use gate_level::{
     keyed_retries_during_and_after_a_job_get_in_progress_then_the_result,
@@ -130,6 +132,7 @@ contract!(
     keyed_retries_during_and_after_a_job_get_in_progress_then_the_result,
     racing_keyed_calls_never_get_approval_replayed,
     a_migrated_store_is_ready_before_and_after_writes,
+    conversations_are_owned_continued_by_compare_and_set_bounded_and_pruned,
 );
 
 mod bounds;

@@ -134,6 +134,7 @@ fn request_examples() -> Vec<(&'static str, &'static str, Named)> {
             vec![("resume", json!({"interrupt_id": "approve_plan:1", "value": {"approved": true}}))],
         ),
         ("/v1/kill", "post", vec![("kill", json!({"reason": "bad deploy"}))]),
+        ("/v1/chat", "post", vec![("turn", json!({"message": "How is checkout doing?"}))]),
     ]
 }
 
@@ -282,5 +283,26 @@ fn response_examples() -> Vec<(&'static str, &'static str, &'static str, Named)>
             )],
         ),
         ("/v1/kill", "get", "200", vec![("one switch", json!({"switches": [switch]}))]),
+        ("/v1/chat", "post", "200", chat_examples()),
     ]
+}
+
+/// Answers of `POST /v1/chat`: a turn with a read and a change waiting for approval, and a
+/// blocked message.
+fn chat_examples() -> Named {
+    const CONVERSATION: &str = "01a23dd4-62ee-7458-97ad-5d242d1857e3";
+    let answered = json!({"conversation_id": CONVERSATION, "turn": 1, "status": "answered", "code": null,
+        "text": "checkout runs 2 replicas; scaling to 3 waits for an approver.",
+        "tool_calls": [
+            {"tool": "get_service_snapshot", "verdict": "executed", "code": null,
+                "call_id": "01a23dd4-6301-7c2a-8f55-0b1e4d7a9c10"},
+            {"tool": "scale_replicas", "verdict": "waiting_for_approval", "code": "approval_required",
+                "call_id": "01a23dd4-6302-7a10-9d3e-6c2b1f0e8a21", "approval_id": APPROVAL_ID}],
+        "usage": {"prompt_tokens": 212, "completion_tokens": 31}, "model_calls": 2,
+        "turn_id": "01a23dd4-62f0-7b31-a2c4-5e8d9f1a0b32"});
+    let blocked = json!({"conversation_id": CONVERSATION, "turn": 2, "status": "blocked", "code": "injection_detected",
+        "text": bridle_runtime::chat::REFUSAL_TEXT, "tool_calls": [],
+        "usage": {"prompt_tokens": 0, "completion_tokens": 0}, "model_calls": 0,
+        "turn_id": "01a23dd4-637b-7433-a9df-0b351047fb41"});
+    vec![("answered", answered), ("blocked", blocked)]
 }

@@ -20,6 +20,7 @@ async fn the_document_lists_every_route() {
         ("/openapi.json", "get"),
         ("/v1/tools", "get"),
         ("/v1/calls", "post"),
+        ("/v1/chat", "post"),
         ("/v1/approvals", "get"),
         ("/v1/approvals/{id}", "get"),
         ("/v1/approvals/{id}/approve", "post"),
@@ -50,7 +51,7 @@ async fn the_document_lists_every_route() {
     ] {
         assert!(paths.get(path).and_then(|p| p.get(method)).is_some(), "{method} {path} missing");
     }
-    assert_eq!(paths.len(), 30, "no undocumented extras: {:?}", paths.keys().collect::<Vec<_>>());
+    assert_eq!(paths.len(), 31, "no undocumented extras: {:?}", paths.keys().collect::<Vec<_>>());
     assert_eq!(doc["components"]["securitySchemes"]["bearer"]["scheme"], "bearer");
     let calls = doc["paths"]["/v1/calls"]["post"]["responses"]["200"]["description"].as_str().unwrap();
     assert!(calls.contains("200 responses carrying the verdict"), "{calls}");
@@ -129,7 +130,7 @@ async fn every_success_body_has_a_typed_schema_and_every_operation_documents_500
             assert_eq!(error, "#/components/schemas/ErrorBody", "{method} {path} documents no 500");
         }
     }
-    assert_eq!(operations, 32);
+    assert_eq!(operations, 33);
 }
 
 /// Asserts `body`, the answer of `method path`, fits the document's 200 schema of that route.

@@ -34,7 +34,9 @@ pub async fn app_for(config: bridle_core::config::Config, limits: Limits) -> Rou
         .build()
         .await
         .unwrap();
-    let state = AppState::new(runtime.engine.clone(), &AuthConfig::hs256(SECRET), limits).unwrap();
+    // As `bridle serve` builds it: the operator chat over the runtime.
+    let chat = Arc::new(runtime.chat_desk().unwrap());
+    let state = AppState::new(runtime.engine.clone(), &AuthConfig::hs256(SECRET), limits).unwrap().with_chat(chat);
     router(state)
 }
 

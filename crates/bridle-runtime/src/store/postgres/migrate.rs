@@ -54,6 +54,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "run_events",
         sql: include_str!("../../../migrations/postgres/0010_run_events.sql"),
     },
+    Migration {
+        version: 11,
+        name: "chat_conversations",
+        sql: include_str!("../../../migrations/postgres/0011_chat_conversations.sql"),
+    },
 ];
 
 /// The advisory lock key that serializes migration runs (`bridle` as ASCII, an arbitrary

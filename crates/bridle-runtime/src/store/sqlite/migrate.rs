@@ -44,6 +44,11 @@ const MIGRATIONS: &[Migration] = &[
     Migration { version: 9, name: "runs", sql: include_str!("../../../migrations/sqlite/0009_runs.sql") },
     Migration { version: 10, name: "audit_auth", sql: include_str!("../../../migrations/sqlite/0010_audit_auth.sql") },
     Migration { version: 11, name: "run_events", sql: include_str!("../../../migrations/sqlite/0011_run_events.sql") },
+    Migration {
+        version: 12,
+        name: "chat_conversations",
+        sql: include_str!("../../../migrations/sqlite/0012_chat_conversations.sql"),
+    },
 ];
 
 /// The SQL of every migration, oldest first (for a throwaway in-memory database opened by
