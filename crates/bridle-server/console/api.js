@@ -93,6 +93,29 @@ export async function follow(path, { signal, onEvent, onState = () => {}, once =
   }
 }
 
+// One POST whose answer is an SSE stream that ends by itself (a chat turn): calls onEvent(name,
+// data) for each event; a refused request throws its ApiError like `api` does.
+export async function stream(path, body, { signal, onEvent }) {
+  let response;
+  try {
+    response = await fetch(path, {
+      method: 'POST',
+      headers: headers({ Accept: 'text/event-stream', 'Content-Type': 'application/json' }),
+      body: JSON.stringify(body),
+      signal,
+    });
+  } catch (e) {
+    if (e.name === 'AbortError') throw e;
+    throw new ApiError(0, 'network_error', String(e.message || e));
+  }
+  if (!response.ok) {
+    let err = { code: `http_${response.status}`, message: '' };
+    try { err = (await response.json()).error || err; } catch { /* not JSON */ }
+    throw new ApiError(response.status, err.code, err.message);
+  }
+  await readEvents(response.body, onEvent);
+}
+
 async function readEvents(body, onEvent) {
   const reader = body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = '';

@@ -9,6 +9,7 @@ import * as decisions from './decisions.js';
 import * as drift from './drift.js';
 import * as workbench from './workbench.js';
 import * as kill from './kill.js';
+import * as chat from './chat.js';
 
 const VIEWS = [
   ['approvals', 'nav.approvals', approvals],
@@ -17,6 +18,7 @@ const VIEWS = [
   ['drift', 'nav.drift', drift],
   ['workbench', 'nav.workbench', workbench],
   ['kill', 'nav.kill', kill],
+  ['chat', 'nav.chat', chat],
 ];
 
 let current = null; // AbortController of the view on screen

@@ -55,6 +55,7 @@ static ASSETS: &[Asset] = &[
     asset!("drift.js", JS),
     asset!("workbench.js", JS),
     asset!("kill.js", JS),
+    asset!("chat.js", JS),
     asset!("replay.js", JS),
 ];
 
