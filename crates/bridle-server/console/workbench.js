@@ -62,7 +62,8 @@ function loadKatex() {
   return katexReady;
 }
 
-// A formula block: each TeX line shows as source until KaTeX has typeset it into DOM nodes.
+// No stretchy delimiters (\left, cases): KaTeX draws them as SVG with a style attribute, which
+// the CSP blocks. A formula block: each TeX line shows as source until KaTeX has typeset it into DOM nodes.
 function formula(lines, caption, id) {
   const targets = lines.map((tex) => h('div', { class: 'formula-tex' }, h('code', {}, tex)));
   loadKatex().then((katex) => {
@@ -80,11 +81,11 @@ function formula(lines, caption, id) {
 // 980.665 N). The server computes the values a loop is checked against (`loop_lab.rs`).
 const FORMULAS = {
   guardrail: [
-    String.raw`n = \begin{cases} 1 & H \le 120\,\text{cm} \\ \max\!\left(2,\ \left\lceil \dfrac{H}{60\,\text{cm}} \right\rceil - 1\right) & H > 120\,\text{cm} \end{cases}\qquad s = \dfrac{H}{n+1}`,
+    String.raw`n = 1\ \ (H \le 120\,\text{cm}),\qquad n = \max(2,\ \lceil H / 60\,\text{cm} \rceil - 1)\ \ (H > 120\,\text{cm}),\qquad s = \dfrac{H}{n+1}`,
     String.raw`H = 150\,\text{cm}:\ n = 2,\ s = \dfrac{1500\,\text{mm}}{3} = 500\,\text{mm}`,
   ],
   scaffold: [
-    String.raw`k = \left\lceil \dfrac{L}{1.85\,\text{m}} \right\rceil,\quad N = k + 1,\quad d = \dfrac{L}{k}`,
+    String.raw`k = \lceil L / 1.85\,\text{m} \rceil,\quad N = k + 1,\quad d = \dfrac{L}{k}`,
     String.raw`L = 20\,\text{m}:\ k = 11,\ N = 12,\ d = \dfrac{20\,000\,\text{mm}}{11} \approx 1818.18\,\text{mm}`,
   ],
   force: [
