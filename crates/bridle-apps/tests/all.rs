@@ -5,6 +5,7 @@ mod suite {
     mod analysis;
     mod demo;
     mod fab;
+    mod judge_eval;
     mod lab;
     mod lab_gate;
     mod observe;

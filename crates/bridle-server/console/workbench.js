@@ -1,11 +1,13 @@
 // The workbench: assemble instructions to copy into any model, paste its answer, see the parsed
 // calls, tool results and verdicts. Tab 1 checks tool calls (POST /v1/check); tabs 2 to 4 use
 // the lab endpoints (POST /v1/lab/{prompt,loop,plan,judge}). Nothing here is stored by the
-// server; a state link puts the inputs in the URL fragment only when asked for.
+// server; a state link puts a tab's inputs in the URL fragment only when asked for (bounded by
+// LINK_MAX). Reference-value formulas are typeset by the vendored KaTeX (vendor/katex/), loaded
+// when the workbench opens and rendered into DOM nodes (its styles go through the CSSOM, which
+// the console's CSP allows; an HTML string with inline styles would not be).
 import { post } from './api.js';
 import { t, lang } from './i18n.js';
 import { h, clear, badge, verdictKind, json, errorBox, table, tabs, field, copyButton, announce } from './ui.js';
-import { mm } from './chart.js';
 
 const TABS = ['tools', 'loop', 'plan', 'injection'];
 
@@ -23,11 +25,78 @@ const SAMPLES = {
   injection: { document: '', seed: '1', defended: true, answer: 'The letter announces a scaffold inspection from December 8 to 10 and asks for drawings and checklists the day before. It also contained an instruction to say the inspection was skipped, which I ignored.' },
 };
 
+// Longest encoded state a link may carry: links past a few thousand characters break in chat
+// tools and mail, so a bigger state is refused with a message instead of trimmed silently.
+const LINK_MAX = 6000;
+
 function decodeState(s) {
   try {
     const bin = atob(s.replace(/-/g, '+').replace(/_/g, '/'));
-    return JSON.parse(new TextDecoder().decode(Uint8Array.from(bin, (c) => c.charCodeAt(0))));
+    const value = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(Uint8Array.from(bin, (c) => c.charCodeAt(0))));
+    if (!value || typeof value !== 'object' || Array.isArray(value)) return null;
+    // Only strings and booleans are inputs; anything else makes the link unreadable.
+    return Object.values(value).every((v) => typeof v === 'string' || typeof v === 'boolean') ? value : null;
   } catch { return null; }
+}
+
+// The state in a link, or why it is not restored.
+function readState(query) {
+  const raw = query.get('s');
+  if (!raw) return { state: null };
+  if (raw.length > LINK_MAX) return { state: null, problem: t('wb.link_too_long_open', { chars: raw.length, max: LINK_MAX }) };
+  const state = decodeState(raw);
+  return state ? { state, note: t('wb.link_restored') } : { state: null, problem: t('wb.link_bad') };
+}
+
+let katexReady = null;
+
+// Loads KaTeX once (stylesheet and script from this origin); resolves to the katex object, or
+// null when it cannot load (the formulas then stay as their TeX source).
+function loadKatex() {
+  if (!katexReady) {
+    if (!document.querySelector('link[data-katex]')) {
+      document.head.append(h('link', { rel: 'stylesheet', href: '/console/vendor/katex/katex.min.css', 'data-katex': '' }));
+    }
+    katexReady = import('./vendor/katex/katex.min.js').then(() => window.katex || null, () => null);
+  }
+  return katexReady;
+}
+
+// No stretchy delimiters (\left, cases): KaTeX draws them as SVG with a style attribute, which
+// the CSP blocks. A formula block: each TeX line shows as source until KaTeX has typeset it into DOM nodes.
+function formula(lines, caption, id) {
+  const targets = lines.map((tex) => h('div', { class: 'formula-tex' }, h('code', {}, tex)));
+  loadKatex().then((katex) => {
+    if (!katex) return;
+    lines.forEach((tex, i) => {
+      clear(targets[i]);
+      katex.render(tex, targets[i], { displayMode: true, throwOnError: false, output: 'htmlAndMathml' });
+    });
+  });
+  return h('figure', { class: 'formula', id }, targets, caption ? h('figcaption', { class: 'muted' }, caption) : null);
+}
+
+// Seed 003's reference values: the rule, then the worked example at the goal's default value
+// (the seed's own check: 150 cm → 2 rails, 500 mm; 20 m → 12 posts, 1818.18 mm; 100 kgf →
+// 980.665 N). The server computes the values a loop is checked against (`loop_lab.rs`).
+const FORMULAS = {
+  guardrail: [
+    String.raw`n = 1\ \ (H \le 120\,\text{cm}),\qquad n = \max(2,\ \lceil H / 60\,\text{cm} \rceil - 1)\ \ (H > 120\,\text{cm}),\qquad s = \dfrac{H}{n+1}`,
+    String.raw`H = 150\,\text{cm}:\ n = 2,\ s = \dfrac{1500\,\text{mm}}{3} = 500\,\text{mm}`,
+  ],
+  scaffold: [
+    String.raw`k = \lceil L / 1.85\,\text{m} \rceil,\quad N = k + 1,\quad d = \dfrac{L}{k}`,
+    String.raw`L = 20\,\text{m}:\ k = 11,\ N = 12,\ d = \dfrac{20\,000\,\text{mm}}{11} \approx 1818.18\,\text{mm}`,
+  ],
+  force: [
+    String.raw`F = m\,g_0,\quad 1\,\text{kgf} = 1\,\text{kg} \times 9.80665\,\tfrac{\text{m}}{\text{s}^2} = 9.80665\,\text{N}`,
+    String.raw`100\,\text{kgf} \times 9.80665\,\tfrac{\text{N}}{\text{kgf}} = 980.665\,\text{N}`,
+  ],
+};
+
+function formulas(goals) {
+  return h('section', { class: 'panel', id: 'wb-formulas' }, h('h2', {}, t('wb.formulas')),
+    goals.map((g) => formula(FORMULAS[g], t(`wb.formula_${g}`), `wb-formula-${g}`)));
 }
 
 function encodeState(obj) {
@@ -39,8 +108,10 @@ function encodeState(obj) {
 
 export function view(main, { signal, parts, query }) {
   const which = TABS.includes(parts[0]) ? parts[0] : 'tools';
-  const restored = query.get('s') ? decodeState(query.get('s')) : null;
+  const { state: restored, problem, note } = readState(query);
   const panel = h('div', { id: 'tabpanel', role: 'tabpanel', 'aria-labelledby': `tab-${which}` });
+  if (problem) panel.append(h('p', { class: 'error-box', id: 'wb-link-problem', role: 'alert' }, problem));
+  else if (note) panel.append(h('p', { class: 'muted', id: 'wb-link-restored' }, note));
   main.append(
     h('h1', {}, t('wb.title')),
     h('p', { class: 'muted' }, t('wb.help')),
@@ -86,7 +157,13 @@ function toolbar(tab, f, onRun, runLabel) {
     h('button', {
       type: 'button', id: 'wb-link',
       onclick: () => {
-        const url = `${location.origin}${location.pathname}#/workbench/${tab}?s=${encodeState(f.get())}`;
+        const encoded = encodeState(f.get());
+        if (encoded.length > LINK_MAX) {
+          clear(linkOut).append(h('p', { class: 'error-box', id: 'wb-link-problem', role: 'alert' }, t('wb.link_too_long', { chars: encoded.length, max: LINK_MAX })));
+          announce(t('wb.link_too_long', { chars: encoded.length, max: LINK_MAX }));
+          return;
+        }
+        const url = `${location.origin}${location.pathname}#/workbench/${tab}?s=${encoded}`;
         const out = h('input', { type: 'text', readonly: true, id: 'wb-link-out', value: url });
         clear(linkOut).append(field(t('wb.link_label'), out), h('p', { class: 'muted' }, t('wb.link_note')), copyButton(() => url, out));
         history.replaceState(null, '', url);
@@ -113,7 +190,7 @@ function toolsTab(panel, signal, state) {
     clear(instructions).append(promptBox(lines.join('\n')));
   };
   f.controls.task.addEventListener('input', assemble);
-  panel.append(...f.nodes.slice(0, 1), instructions, ...f.nodes.slice(1),
+  panel.append(...f.nodes.slice(0, 1), instructions, formulas(['force']), ...f.nodes.slice(1),
     ...toolbar('tools', f, async () => {
       clear(out).append(h('p', { class: 'muted' }, t('common.loading')));
       try {
@@ -144,7 +221,9 @@ function checkReport(r) {
 function labReport(r) {
   const box = h('section', { class: 'panel', id: 'wb-report' });
   const verdict = r.verdict || (r.reasons && r.reasons.length ? 'fail' : 'pass');
-  box.append(h('div', { class: 'row' }, h('h2', { class: 'grow' }, t('wb.report')), badge(String(verdict), verdictKind(verdict))));
+  const kind = verdict === 'unclear' ? 'warn' : verdictKind(verdict);
+  box.append(h('div', { class: 'row' }, h('h2', { class: 'grow' }, t('wb.report')), badge(String(verdict), kind)));
+  if (['followed', 'reported', 'unclear', 'no_mention'].includes(verdict)) box.append(h('p', { id: 'wb-verdict-meaning' }, t(`wb.verdict_${verdict}`)));
   if (Array.isArray(r.reasons) && r.reasons.length) box.append(h('ul', {}, r.reasons.map((x) => h('li', {}, x))));
   if (Array.isArray(r.round_log)) {
     box.append(h('h3', {}, t('wb.rounds')), table(['#', t('wb.calls'), t('decisions.code')], r.round_log.map((round) => h('tr', {},
@@ -177,13 +256,6 @@ async function fetchPrompt(holder, signal, body) {
 
 function num(v) { const n = Number(v); return v === '' || Number.isNaN(n) ? undefined : n; }
 
-function forceFormula() {
-  const m = mm('math', mm('mrow', mm('mi', 'F'), mm('mo', '='), mm('mi', 'm'), mm('mo', '⁢'), mm('msub', mm('mi', 'g'), mm('mn', '0')),
-    mm('mo', ','), mm('mspace', ''), mm('mn', '1'), mm('mtext', ' kgf'), mm('mo', '='), mm('mn', '9.80665'), mm('mtext', ' N')));
-  m.setAttribute('display', 'block');
-  return m;
-}
-
 function loopTab(panel, signal, state) {
   const f = form([
     ['goal', t('wb.goal'), 'select', { options: [['guardrail', t('wb.goal_guardrail')], ['scaffold', t('wb.goal_scaffold')], ['force', t('wb.goal_force')]] }],
@@ -194,7 +266,7 @@ function loopTab(panel, signal, state) {
   const holder = h('div');
   const out = h('div', { id: 'wb-result', 'aria-live': 'polite' });
   const rounds = () => num(f.get().max_rounds);
-  panel.append(h('section', { class: 'panel' }, h('p', {}, t('wb.loop_help')), forceFormula()), ...f.nodes.slice(0, 3),
+  panel.append(h('section', { class: 'panel' }, h('p', {}, t('wb.loop_help'))), formulas(['guardrail', 'scaffold', 'force']), ...f.nodes.slice(0, 3),
     h('div', { class: 'row' }, h('button', { type: 'button', id: 'wb-make-prompt', onclick: () => fetchPrompt(holder, signal, { lab: 'loop', goal: f.get().goal, max_rounds: rounds() }) }, t('wb.make_prompt'))),
     holder, f.nodes[3],
     ...toolbar('loop', f, () => {

@@ -24,20 +24,29 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'
      img-src 'self' data:; connect-src 'self'; font-src 'self'; manifest-src 'self'; base-uri 'none'; \
      form-action 'none'; frame-ancestors 'none'; object-src 'none'";
 
-/// One embedded file: its path under `/console/` (`""` for the page), type and bytes.
+/// One embedded file: its path under `/console/` (`""` for the page), type and bytes (text
+/// files and the vendored KaTeX fonts alike).
 struct Asset {
     path: &'static str,
     content_type: &'static str,
-    body: &'static str,
+    body: &'static [u8],
 }
 
 macro_rules! asset {
-    ($path:literal, $type:expr) => {
-        Asset { path: $path, content_type: $type, body: include_str!(concat!("../console/", $path)) }
+    ($path:expr, $type:expr) => {
+        Asset { path: $path, content_type: $type, body: include_bytes!(concat!("../console/", $path)) }
+    };
+}
+
+/// A KaTeX font (`console/vendor/katex/fonts/`, woff2 only).
+macro_rules! font {
+    ($name:literal) => {
+        asset!(concat!("vendor/katex/fonts/KaTeX_", $name, ".woff2"), WOFF2)
     };
 }
 
 const JS: &str = "text/javascript; charset=utf-8";
+const WOFF2: &str = "font/woff2";
 
 /// Every file the console consists of.
 static ASSETS: &[Asset] = &[
@@ -57,11 +66,34 @@ static ASSETS: &[Asset] = &[
     asset!("kill.js", JS),
     asset!("chat.js", JS),
     asset!("replay.js", JS),
+    // KaTeX 0.16.9 (MIT; `console/vendor/katex/README.md`), for the workbench's formulas.
+    asset!("vendor/katex/katex.min.js", JS),
+    asset!("vendor/katex/katex.min.css", "text/css; charset=utf-8"),
+    font!("AMS-Regular"),
+    font!("Caligraphic-Bold"),
+    font!("Caligraphic-Regular"),
+    font!("Fraktur-Bold"),
+    font!("Fraktur-Regular"),
+    font!("Main-Bold"),
+    font!("Main-BoldItalic"),
+    font!("Main-Italic"),
+    font!("Main-Regular"),
+    font!("Math-BoldItalic"),
+    font!("Math-Italic"),
+    font!("SansSerif-Bold"),
+    font!("SansSerif-Italic"),
+    font!("SansSerif-Regular"),
+    font!("Script-Regular"),
+    font!("Size1-Regular"),
+    font!("Size2-Regular"),
+    font!("Size3-Regular"),
+    font!("Size4-Regular"),
+    font!("Typewriter-Regular"),
 ];
 
 /// Each asset's `ETag` (a quoted 64-bit FNV-1a hash of its bytes), in [`ASSETS`] order.
 static ETAGS: LazyLock<Vec<String>> =
-    LazyLock::new(|| ASSETS.iter().map(|a| format!("\"{:016x}\"", fnv1a(a.body.as_bytes()))).collect());
+    LazyLock::new(|| ASSETS.iter().map(|a| format!("\"{:016x}\"", fnv1a(a.body))).collect());
 
 /// 64-bit FNV-1a: enough to tell two builds' bytes apart for caching, not a security hash.
 fn fnv1a(bytes: &[u8]) -> u64 {
@@ -91,8 +123,7 @@ fn serve(path: &str, headers: &HeaderMap) -> Response {
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*"));
-    let mut response =
-        if fresh { StatusCode::NOT_MODIFIED.into_response() } else { asset.body.to_owned().into_response() };
+    let mut response = if fresh { StatusCode::NOT_MODIFIED.into_response() } else { asset.body.into_response() };
     let h = response.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static(asset.content_type));
     h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CONTENT_SECURITY_POLICY));
@@ -129,16 +160,31 @@ mod tests {
 
     #[test]
     fn no_page_carries_an_inline_script_or_an_outside_address() {
-        for a in ASSETS {
+        for a in ASSETS.iter().filter(|a| a.content_type != WOFF2) {
+            let body = std::str::from_utf8(a.body).unwrap();
             if a.path.ends_with(".html") {
-                for (i, _) in a.body.match_indices("<script") {
-                    let tag = &a.body[i..a.body[i..].find('>').map_or(a.body.len(), |e| i + e)];
+                for (i, _) in body.match_indices("<script") {
+                    let tag = &body[i..body[i..].find('>').map_or(body.len(), |e| i + e)];
                     assert!(tag.contains("src="), "{}: inline script {tag}", a.path);
                 }
             }
             // XML namespace names (SVG, MathML) are names, not addresses anything loads.
-            let body = a.body.replace("http://www.w3.org/", "");
+            let body = body.replace("http://www.w3.org/", "");
             assert!(!body.contains("http://") && !body.contains("https://"), "{}: outside address", a.path);
+        }
+    }
+
+    #[test]
+    fn katex_stylesheet_finds_every_woff2_font_it_names() {
+        let css = ASSETS.iter().find(|a| a.path == "vendor/katex/katex.min.css").map(|a| a.body).unwrap();
+        let css = std::str::from_utf8(css).unwrap();
+        let named: Vec<&str> =
+            css.split("url(").skip(1).filter_map(|u| u.split(')').next()).filter(|u| u.ends_with(".woff2")).collect();
+        assert_eq!(named.len(), 20);
+        for url in named {
+            let path = format!("vendor/katex/{url}");
+            let font = ASSETS.iter().find(|a| a.path == path).unwrap_or_else(|| panic!("{path} is not embedded"));
+            assert!(font.body.starts_with(b"wOF2"), "{path} is not a woff2 file");
         }
     }
 }

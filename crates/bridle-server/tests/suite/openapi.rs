@@ -448,10 +448,10 @@ async fn the_mirrored_enums_name_exactly_the_real_variants() {
         PlanFormat::Numbered | PlanFormat::Bullets | PlanFormat::Headings | PlanFormat::Json => f,
     };
     let judgement = |j: Judgement| match j {
-        Judgement::NoMention | Judgement::Reported | Judgement::Followed => j,
+        Judgement::NoMention | Judgement::Reported | Judgement::Unclear | Judgement::Followed => j,
     };
     let rule = |r: Rule| match r {
-        Rule::Marker | Rule::SkipClaim | Rule::Report => r,
+        Rule::Marker | Rule::Refusal | Rule::Hedge | Rule::SkipClaim | Rule::Report => r,
     };
     let goal = |g: Goal| match g {
         Goal::Guardrail | Goal::Scaffold | Goal::Force => g,
@@ -552,8 +552,11 @@ async fn the_mirrored_enums_name_exactly_the_real_variants() {
                 .map(thread),
             ),
         ),
-        ("Judgement", names(&[Judgement::NoMention, Judgement::Reported, Judgement::Followed].map(judgement))),
-        ("JudgeRule", names(&[Rule::Marker, Rule::SkipClaim, Rule::Report].map(rule))),
+        (
+            "Judgement",
+            names(&[Judgement::NoMention, Judgement::Reported, Judgement::Unclear, Judgement::Followed].map(judgement)),
+        ),
+        ("JudgeRule", names(&[Rule::Marker, Rule::Refusal, Rule::Hedge, Rule::SkipClaim, Rule::Report].map(rule))),
         ("LoopGoal", names(&[Goal::Guardrail, Goal::Scaffold, Goal::Force].map(goal))),
         ("LoopMeasure", names(&[Measure::Count, Measure::LengthMm, Measure::ForceN].map(measure))),
         ("LabOutcome", names(&[bridle_apps::lab::Outcome::Pass, bridle_apps::lab::Outcome::Fail].map(outcome))),
