@@ -215,7 +215,8 @@ function detail(main, runId, { signal }) {
       onState: (s, err) => { if (err) feedback.append(errorBox(err)); },
     });
   };
-  refresh().then((run) => { if (run) watch(); });
+  // A run only the gate knows (its calls) has no event stream to follow.
+  refresh().then((run) => { if (run && run.kind !== 'calls') watch(); });
 }
 
 // The run's graph as SVG (built with DOM calls, no inline style): nodes in layers by their

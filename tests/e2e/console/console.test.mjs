@@ -149,7 +149,7 @@ test('a fab plan rejected with a reason goes back to the Advisor; the next one, 
   await signIn(p, FAB_OPERATOR, '#/approvals', FAB);
   await p.waitForSelector('#approvals-stream.ok');
   const run = await startFab(FAB);
-  const first = 'section.approval:has(h2:text-is("replace_part"))';
+  const first = 'section.approval:has(h2 code.tool-name:text-is("replace_part"))';
   await p.waitForSelector(first);
   assert.match(await p.textContent(first), /advisor-agent/);
   assert.ok(await p.$(`${first} a[href="#/runs/${run}"]`), 'the plan links its run');
@@ -157,7 +157,7 @@ test('a fab plan rejected with a reason goes back to the Advisor; the next one, 
   await p.fill(`${first} textarea`, 'no downtime this shift; trim the setpoint instead');
   await p.click(`${first} button[data-action="confirm-reject"]`);
   // The run is told to look again: the Advisor proposes another plan, which appears live.
-  const second = 'section.approval:has(h2:text-is("set_temperature"))';
+  const second = 'section.approval:has(h2 code.tool-name:text-is("set_temperature"))';
   await p.waitForSelector(second);
   await p.waitForSelector(first, { state: 'detached' });
   await shoot(p, 'fab-approvals');
@@ -281,13 +281,13 @@ test('runs, decisions with the audit chain, and drift render', async () => {
   await p.goto(`${BASE}/#/decisions/audit`);
   await p.waitForSelector('#chain-status .badge.ok');
   await p.waitForSelector('#tabpanel table');
-  assert.match(await p.textContent('#tabpanel'), /approval_requested/);
+  assert.match(await p.textContent('#tabpanel'), /approval requested/);
   // A call that waited for approval reads so, as a warning, not as a red `rejected`.
   const waiting = '#tabpanel tbody .badge:text-is("waiting for approval")';
   await p.waitForSelector(waiting);
   assert.match(await p.getAttribute(waiting, 'class'), /warn/);
   await p.fill('#search', 'rejected');
-  assert.doesNotMatch(await p.textContent('#tabpanel tbody'), /approval_requested/);
+  assert.doesNotMatch(await p.textContent('#tabpanel tbody'), /approval requested/);
   await shoot(p, 'audit');
   await p.goto(`${BASE}/#/drift`);
   await p.waitForSelector('#drift-body p');

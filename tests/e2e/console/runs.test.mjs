@@ -63,8 +63,8 @@ test('the runs list at 390 px: stacked cards keep Status, start, starter and dur
   await startFab(FAB_CHOICE);
   await p.goto(`${FAB_CHOICE}/#/runs`);
   await p.waitForSelector('#run-list tbody tr');
-  const first = '#run-list tbody tr >> nth=0';
-  assert.ok(await p.isVisible(`${first} .badge`), 'Status is visible');
+  const status = p.locator('#run-list tbody tr').first().locator('.badge').first();
+  assert.ok(await status.isVisible(), 'Status is visible');
   assert.match(await p.textContent('#run-list'), /Started by/);
   await shoot(p, 'run-history-list');
   await p.context().close();
