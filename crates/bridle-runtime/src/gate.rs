@@ -185,6 +185,23 @@ impl CallOutcome {
         }
     }
 
+    /// Why a call waits for a human, in an operator's words: the approval request's reasons (the
+    /// escalation rules that fired, else the tool's default level) joined by `; `. The
+    /// rejection's message, which tells the agent to retry, is the fallback for a refusal without
+    /// them; empty for a call that was not refused.
+    pub fn approval_reasons(&self) -> String {
+        let Verdict::Rejected { rejection } = &self.verdict else {
+            return String::new();
+        };
+        let reasons: Vec<&str> = rejection
+            .detail
+            .get("reasons")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        if reasons.is_empty() { rejection.message.clone() } else { reasons.join("; ") }
+    }
+
     /// The adapter result, if executed.
     pub fn result(&self) -> Option<&Value> {
         match &self.verdict {

@@ -246,6 +246,8 @@ async fn low_confidence_from_either_agent_escalates_an_auto_tool_to_approval() {
     let plan = &run.interrupts[0].payload["plan"];
     assert_eq!(plan["level"], "approval");
     assert!(plan["why"].as_str().unwrap().contains("confidence 0.42"), "{plan}");
+    // Operator-facing: why it waits, not the agent's instruction to retry.
+    assert!(!plan["why"].as_str().unwrap().contains("retry"), "{plan}");
     assert!(p.fab.applied().is_empty());
     // A confident pair runs automatically (set_temperature is `auto` below 400).
     let p = pipeline(vec![

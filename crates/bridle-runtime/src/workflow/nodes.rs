@@ -218,7 +218,7 @@ async fn tool_call(
             "arguments": arguments,
             "plan_hash": outcome.plan_hash,
             "level": outcome.level,
-            "why": rejection_of(&outcome).message,
+            "why": outcome.approval_reasons(),
         }))?;
         // The desk decides, never the resume value.
         let request = shared

@@ -112,6 +112,9 @@ async fn the_checkout_example_pauses_for_the_desk_then_scales_once() {
     let payload = &paused.interrupts[0].payload;
     assert_eq!(payload["kind"], "approve_plan");
     assert_eq!(payload["arguments"], json!({"service": "checkout", "replicas": 3, "resource_version": 7}));
+    // Why it waits, in an operator's words (the tool's default level), not the agent's retry hint.
+    let why = payload["why"].as_str().unwrap();
+    assert!(why.contains("default level") && !why.contains("retry"), "{why}");
     let id = payload["approval_id"].as_str().unwrap().to_owned();
     engine.desk.grant(&config.principals["operator-2"], &id).await.unwrap();
     let done = w.wf.resume_invoke(w.config(), &paused.interrupts[0].id, json!("granted")).await.unwrap();

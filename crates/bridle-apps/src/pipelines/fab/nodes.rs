@@ -398,10 +398,7 @@ pub(super) async fn propose(fab: Arc<Fab>, s: State, ctx: NodeContext) -> Result
             ("executed", Update::new().set("outcome", done))
         }
         (_, Some(Code::ApprovalRequired | Code::HumanChoiceRequired)) => {
-            let reasons = match &outcome.verdict {
-                Verdict::Rejected { rejection } => rejection.message.clone(),
-                _ => String::new(),
-            };
+            let reasons = outcome.approval_reasons();
             let pending = json!({
                 "approval_id": outcome.approval_id,
                 "tool": tool,
