@@ -216,8 +216,9 @@ impl opentelemetry::propagation::Extractor for MetaCarrier<'_> {
 /// The SERVER span of one `tools/call` (`tools/call TOOL`) with the MCP semantic-convention
 /// attributes (`mcp.method.name`, `gen_ai.tool.name`, `jsonrpc.request.id`,
 /// `mcp.protocol.version`); a `traceparent` in the request's `_meta` becomes its parent (else it
-/// nests in the HTTP request's span). A tool name that is not registered is `(unregistered)`: no
-/// caller's free text becomes a span name.
+/// nests in the HTTP request's span). A result with `isError` sets `error.type` `tool_error` and
+/// an ERROR status, a JSON-RPC error its code (see [`mark_error`]). A tool name that is not
+/// registered is `(unregistered)`: no caller's free text becomes a span name.
 fn call_span(params: &CallToolRequestParams, ctx: &RequestContext<RoleServer>, registered: bool) -> tracing::Span {
     let tool = if registered { params.name.as_ref() } else { "(unregistered)" };
     let version = ctx.protocol_version().map(|v| v.to_string()).unwrap_or_default();
@@ -230,6 +231,8 @@ fn call_span(params: &CallToolRequestParams, ctx: &RequestContext<RoleServer>, r
         gen_ai.tool.name = %tool,
         jsonrpc.request.id = %ctx.id,
         mcp.protocol.version = %version,
+        otel.status_code = tracing::field::Empty,
+        error.r#type = tracing::field::Empty,
     );
     let meta = params.meta.as_ref().map(|m| &m.0).filter(|m| m.contains_key("traceparent")).or_else(|| {
         let m = &ctx.meta.0;
@@ -241,6 +244,12 @@ fn call_span(params: &CallToolRequestParams, ctx: &RequestContext<RoleServer>, r
         let _ = tracing_opentelemetry::OpenTelemetrySpanExt::set_parent(&span, parent);
     }
     span
+}
+
+/// Marks a `tools/call` span as failed (the MCP semantic conventions' `error.type`).
+fn mark_error(span: &tracing::Span, error_type: &str) {
+    span.record("otel.status_code", "ERROR");
+    span.record("error.type", error_type);
 }
 
 /// A string `_meta` entry of the request (`None` when absent; an error when not a string).
@@ -353,12 +362,20 @@ impl ServerHandler for BridleMcp {
         // On a task of its own: a client that hangs up never cuts a gate call half-way. The task
         // starts inside the request's span, so the gate's span nests in it.
         let call = span.in_scope(|| spawn_call(&self.gate, principal, run, request));
-        let outcome = call.instrument(span).await.map_err(|e| match e {
-            CallError::Task(e) => ErrorData::internal_error(format!("the gate call failed: {e}"), None),
-            CallError::Gate(e) => ErrorData::internal_error(format!("the gate could not decide: {e}"), None),
+        let outcome = call.instrument(span.clone()).await.map_err(|e| {
+            let error = match e {
+                CallError::Task(e) => ErrorData::internal_error(format!("the gate call failed: {e}"), None),
+                CallError::Gate(e) => ErrorData::internal_error(format!("the gate could not decide: {e}"), None),
+            };
+            mark_error(&span, &error.code.0.to_string());
+            error
         })?;
         let output = config.registry.get(&params.name).and_then(|t| t.output_schema.clone());
-        Ok(result::tool_result(&outcome, &self.console, output.as_deref()).into())
+        let result = result::tool_result(&outcome, &self.console, output.as_deref());
+        if result.is_error == Some(true) {
+            mark_error(&span, "tool_error");
+        }
+        Ok(result.into())
     }
 }
 

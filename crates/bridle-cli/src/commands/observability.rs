@@ -1,6 +1,7 @@
 //! Logs, traces, metrics and the approval webhook of `bridle serve`: set-up only. Logs go to
 //! stderr, as text or (with `--log-json` or `BRIDLE_LOG=json`) as JSON lines; the level filter
-//! comes from `RUST_LOG` (default `info`). Spans (`http_request`, `gate_call` …) are exported over
+//! comes from `RUST_LOG` (default `info`). Exported spans have a filter of their own,
+//! `BRIDLE_TRACE_FILTER` (default `info`), so turning logs down to `warn` keeps the traces. Spans (`http_request`, `gate_call` …) are exported over
 //! OTLP/HTTP (protobuf) only when an endpoint is named: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`
 //! (used as given), else `OTEL_EXPORTER_OTLP_ENDPOINT` or `[server] otlp_endpoint` (with
 //! `/v1/traces` appended); `OTEL_SDK_DISABLED=true` turns it off. Off by default.
@@ -110,9 +111,12 @@ fn install(json: bool, tracer: Option<opentelemetry_sdk::trace::Tracer>) {
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(ansi);
     let fmt = if json { fmt.json().with_current_span(true).with_span_list(true).boxed() } else { fmt.boxed() };
-    let otel = tracer.map(|t| tracing_opentelemetry::layer().with_tracer(t));
+    let otel = tracer.map(|t| {
+        let spans = EnvFilter::try_from_env("BRIDLE_TRACE_FILTER").unwrap_or_else(|_| EnvFilter::new("info"));
+        tracing_opentelemetry::layer().with_tracer(t).with_filter(spans)
+    });
     // Err: a subscriber is already installed, which is just as good.
-    let _ = tracing_subscriber::registry().with(filter).with(fmt).with(otel).try_init();
+    let _ = tracing_subscriber::registry().with(fmt.with_filter(filter)).with(otel).try_init();
 }
 
 /// The `[webhooks]` notifier when one is configured (the engine builder installs it); events
