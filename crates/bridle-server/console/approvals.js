@@ -82,7 +82,7 @@ export function view(main, { signal, parts }) {
       sameChange(a),
       facts([
         [t('approvals.why'), (Array.isArray(ctx.reasons) && ctx.reasons.length)
-          ? h('ul', { class: 'reasons' }, ctx.reasons.map((r) => h('li', {}, r))) : '—'],
+          ? h('ul', { class: 'reasons', lang: 'en' }, ctx.reasons.map((r) => h('li', {}, r))) : '—'],
         [t('desk.agent'), agentOf(ctx)],
         [t('approvals.requester'), a.requester],
         [t('desk.incident'), a.plan.incident || '—'],
@@ -144,7 +144,7 @@ export function view(main, { signal, parts }) {
       open.delete(a.id);
       confirming.delete(a.id);
       const who = (claims() || {}).sub || '?';
-      const msg = t(what === 'reject' ? 'approvals.rejected' : 'approvals.approved', { tool: a.plan.tool, status: res.approval.status, who });
+      const msg = t(what === 'reject' ? 'approvals.rejected' : 'approvals.approved', { tool: a.plan.tool, status: codeText('approval_status', res.approval.status), who });
       const note = h('p', { class: 'notice', id: 'approval-result' }, msg);
       feedback.append(note);
       announce(msg);

@@ -3,7 +3,7 @@
 // markers.
 import { follow, get, post, claims } from './api.js';
 import { t } from './i18n.js';
-import { h, clear, badge, verdictKind, facts, json, errorBox, table, announce, field, approveControl, time } from './ui.js';
+import { h, clear, badge, verdictKind, facts, json, errorBox, table, announce, field, approveControl, time, codeText } from './ui.js';
 
 export function view(main, ctx) {
   if (ctx.parts[0]) detail(main, ctx.parts[0], ctx);
@@ -80,6 +80,10 @@ function detail(main, runId, { signal }) {
   // The kept history (server records) and the run's tool calls; refreshed while it runs.
   const renderHistory = (run) => {
     if (run.kind === 'calls') clear(outcome).append(h('p', { class: 'muted' }, t('runs.calls_only')));
+    // An ended run shows its outcome from the record too, not only from a `finished` event seen live.
+    else if (['done', 'failed', 'cancelled'].includes(run.status) && run.state) {
+      clear(outcome).append(h('h2', {}, t('runs.outcome')), json(operatorView(run.state)));
+    }
     const drawn = run.graph && run.graph.nodes.length ? drawGraph(run.graph) : null;
     const oldGraph = main.querySelector('#run-graph-box');
     if (drawn) {
@@ -159,7 +163,7 @@ function detail(main, runId, { signal }) {
       box.append(facts([
         [t('decisions.tool'), plan.tool],
         [t('approvals.plan_hash'), h('span', { class: 'hash' }, plan.plan_hash || '—')],
-        [t('approvals.level'), plan.level || '—'],
+        [t('approvals.level'), codeText('level', plan.level)],
         [t('runs.degraded'), plan.degraded ? badge(t('runs.degraded_yes'), 'warn') : t('runs.degraded_no')],
         [t('runs.why'), Array.isArray(plan.why) ? plan.why.join('; ') || '—' : String(plan.why ?? '—')],
       ]), h('h4', {}, t('approvals.arguments')), json(plan.arguments));
@@ -181,7 +185,7 @@ function detail(main, runId, { signal }) {
         const path = `/v1/approvals/${encodeURIComponent(approvalId)}/${approve ? 'approve' : 'reject'}`;
         const res = await post(path, approve ? undefined : { reason: reason.value }, signal);
         if (res.approval.status === 'pending') {
-          clear(feedback).append(h('p', { class: 'notice' }, t('approvals.approved', { tool: plan.tool, status: res.approval.status, who: (claims() || {}).sub || '?' })));
+          clear(feedback).append(h('p', { class: 'notice' }, t('approvals.approved', { tool: plan.tool, status: codeText('approval_status', res.approval.status), who: (claims() || {}).sub || '?' })));
           return;
         }
         resume(i, {});

@@ -166,6 +166,7 @@ test('a fab plan rejected with a reason goes back to the Advisor; the next one, 
   await p.click('#watch-run');
   await p.waitForSelector('#run-timeline li[data-event="finished"]');
   await p.waitForFunction(() => document.querySelector('#run-head') && /done|완료/.test(document.querySelector('#run-head').textContent));
+  await p.waitForFunction(() => /"executed"/.test((document.querySelector('#run-outcome') || {}).textContent || ''));
   const outcome = await p.textContent('#run-outcome');
   assert.match(outcome, /"executed"/);
   assert.match(outcome, /no downtime this shift/);
@@ -180,7 +181,7 @@ test('a fab plan rejected with a reason goes back to the Advisor; the next one, 
   assert.ok(rows.length >= 2, `${rows.length} advisor records`);
   assert.doesNotMatch(await p.textContent('#tabpanel tbody'), /diagnostician/);
   await p.click('#tabpanel tbody tr >> nth=0 >> button');
-  await p.waitForSelector('#record-detail h3:text-is("harness_checks")');
+  await p.waitForSelector('#record-detail h3 code:text-is("harness_checks")');
   assert.match(await p.textContent('#record-detail'), /schema_valid/);
   await p.waitForSelector('#chain-status .badge.ok');
   await shoot(p, 'fab-decisions');

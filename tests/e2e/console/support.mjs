@@ -43,8 +43,9 @@ afterEach(() => {
   assert.deepEqual(seen, [], `console errors or page errors:\n${seen.join('\n')}`);
 });
 
-export async function page(width = 1280) {
-  const context = await browser.newContext({ viewport: { width, height: 900 }, colorScheme: 'light' });
+/** A page in a fresh context; `timezoneId` (say, 'Asia/Seoul') sets the browser's zone. */
+export async function page(width = 1280, { timezoneId } = {}) {
+  const context = await browser.newContext({ viewport: { width, height: 900 }, colorScheme: 'light', ...(timezoneId ? { timezoneId } : {}) });
   const p = await context.newPage();
   p.setDefaultTimeout(TIMEOUT);
   p.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
