@@ -70,6 +70,9 @@ echo "== e2e: OpenAI Agents SDK adapter (a Runner run, scripted Model, interrupt
 echo "== e2e: Python client examples (clients/python/examples, as a user runs them)"
 "$venv/bin/python" tests/e2e/python_client/test_examples.py "$binary"
 
+echo "== e2e: OpenTelemetry (OTLP/HTTP traces of bridle serve and audit logs, into a collector in the test process)"
+"$venv/bin/python" tests/e2e/otel/test_otel.py "$binary"
+
 echo "== e2e: HTTP API (schemathesis against /openapi.json)"
 bash tests/e2e/api/schemathesis.sh "$binary" "$venv/bin/st"
 

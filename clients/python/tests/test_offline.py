@@ -123,6 +123,25 @@ def test_an_unreachable_server_is_a_transport_error() -> None:
             assert e.code == "transport_error"
 
 
+def test_readyz_reads_ready_and_raises_server_error_when_the_store_is_down() -> None:
+    ready = True
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        assert request.method == "GET" and request.url.path == "/readyz", request.url
+        if ready:
+            return httpx.Response(200, json={"status": "ready"})
+        return httpx.Response(503, json={"error": {"code": "store_unavailable", "message": "the store did not answer"}})
+
+    with client_answering(handler) as client:
+        assert client.readyz() == {"status": "ready"}
+        ready = False
+        try:
+            client.readyz()
+            raise AssertionError("no error")
+        except errors.ServerError as e:
+            assert e.status == 503 and e.code == "store_unavailable", e
+
+
 def test_ids_are_passed_as_one_path_segment() -> None:
     paths: list[str] = []
 

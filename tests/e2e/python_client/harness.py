@@ -2,8 +2,8 @@
 SQLite store and the bundled example configuration, development tokens, named checks.
 
 `with Server(binary) as server:` starts it (BRIDLE_JWT_SECRET fresh, other BRIDLE_* variables
-dropped), waits for `/healthz`, and stops it with SIGTERM on the way out, printing the tail of
-its log when a check failed.
+dropped, the variables of `env` added), waits for `/healthz`, and stops it with SIGTERM on the
+way out, printing the tail of its log when a check failed.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def free_port() -> int:
 class Server:
     """A `bridle serve` for one test script."""
 
-    def __init__(self, binary: str, checks: Checks) -> None:
+    def __init__(self, binary: str, checks: Checks, env: dict[str, str] | None = None) -> None:
         self.binary = binary
         self.checks = checks
         self._tmp = tempfile.TemporaryDirectory(prefix="bridle-e2e-py-")
@@ -68,6 +68,7 @@ class Server:
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("BRIDLE_")}
         self.env["BRIDLE_JWT_SECRET"] = secrets.token_hex(32)
         self.env.setdefault("RUST_LOG", "warn")
+        self.env.update(env or {})
         self.db = f"sqlite://{tmp / 'bridle.db'}"
         port = free_port()
         self.base = f"http://127.0.0.1:{port}"

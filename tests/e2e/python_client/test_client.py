@@ -40,6 +40,7 @@ def sync_scenario(c: Checks, server: Server) -> None:
     run = "py-sync-1"
     with requester, operator:
         c.check("sync: healthz", requester.healthz().get("status") == "ok")
+        c.check("sync: readyz (the store answers)", requester.readyz() == {"status": "ready"})
         tools = {t.name: t for t in requester.tools()}
         c.check("sync: the requester's tools, with schemas",
                 sorted(tools) == ["get_service_snapshot", "scale_replicas"]
@@ -173,6 +174,8 @@ async def async_scenario(c: Checks, server: Server) -> None:
     run = "py-async-1"
     async with bridle.AsyncClient(server.base, server.tokens["requester-1"]) as requester, \
             bridle.AsyncClient(server.base, server.tokens["operator-2"]) as operator:
+        ready = await requester.readyz()
+        c.check("async: readyz (the store answers)", ready == {"status": "ready"}, ready)
         read = await requester.call("get_service_snapshot", READ, run_id=run)
         c.check("async: read call executes", read.executed, read)
         args = change_args(read)

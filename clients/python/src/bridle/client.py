@@ -206,6 +206,9 @@ class _Api:
     def healthz(self) -> _Route[dict[str, Any]]:
         return _Route("GET", "/healthz", dict)
 
+    def readyz(self) -> _Route[dict[str, Any]]:
+        return _Route("GET", "/readyz", dict)
+
 
 def _segment(value: str) -> str:
     """`value` as one path segment (ids are `[A-Za-z0-9_.:/@-]`; `/` must not split the path)."""
@@ -480,7 +483,13 @@ class Client:
         return self._send(self._api.decisions(limit))
 
     def healthz(self) -> dict[str, Any]:
+        """Liveness: `{"status": "ok", "version"}` while the process serves (asks no store)."""
         return self._send(self._api.healthz())
+
+    def readyz(self) -> dict[str, Any]:
+        """Readiness: `{"status": "ready"}` while the store answers; `ServerError` (503
+        `store_unavailable`) when it does not."""
+        return self._send(self._api.readyz())
 
 
 class AsyncClient:
@@ -694,6 +703,9 @@ class AsyncClient:
 
     async def healthz(self) -> dict[str, Any]:
         return await self._send(self._api.healthz())
+
+    async def readyz(self) -> dict[str, Any]:
+        return await self._send(self._api.readyz())
 
 
 __all__ = ["Answer", "AsyncClient", "Client", "DEFAULT_URL"]
