@@ -254,7 +254,7 @@ def http_checks(c: Checks, server: Server, collector: Collector) -> None:
                 span or sorted({x.name for _, x in collector.spans()}))
 
 
-async def mcp_call(server: Server) -> tuple[str, Any]:
+async def mcp_call(server: Server) -> tuple[str, Any, Any]:
     headers = {"Authorization": f"Bearer {server.tokens['requester-1']}"}
     async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=60.0)) as http, \
             streamable_http_client(f"{server.base}/mcp", http_client=http) as (read, write), \
@@ -262,11 +262,14 @@ async def mcp_call(server: Server) -> tuple[str, Any]:
         init = await session.initialize()
         with trace.get_tracer("bridle-e2e-agent").start_as_current_span("agent mcp step"):
             result = await session.call_tool("get_service_snapshot", READ)
-        return init.protocol_version, result
+        # A refused call (outside the contract's range): a result with isError, not a JSON-RPC error.
+        with trace.get_tracer("bridle-e2e-agent").start_as_current_span("agent refused step"):
+            refused = await session.call_tool("scale_replicas", {"service": "checkout", "replicas": 99})
+        return init.protocol_version, result, refused
 
 
 def mcp_checks(c: Checks, server: Server, collector: Collector, client_spans: InMemorySpanExporter) -> None:
-    version, result = asyncio.run(mcp_call(server))
+    version, result, refused = asyncio.run(mcp_call(server))
     c.check("MCP tools/call over Streamable HTTP runs", not result.is_error, result)
     sent: list[ReadableSpan] = [s for s in client_spans.get_finished_spans()
                                 if s.name == "MCP send tools/call get_service_snapshot"]
@@ -289,6 +292,15 @@ def mcp_checks(c: Checks, server: Server, collector: Collector, client_spans: In
     gate = until(lambda: span_in(collector, ctx.trace_id, "gate_call", span.span_id if span else b"-"), 5)
     c.check("the gate's span nests in the MCP span", gate is not None
             and attributes(gate.attributes).get("bridle.code") == "ok", gate)
+    c.check("no ERROR status on the executed call's MCP span", span is not None and span.status.code != ERROR,
+            span.status if span else None)
+    bad = [s for s in client_spans.get_finished_spans() if s.name == "MCP send tools/call scale_replicas"]
+    bad_ctx = bad[0].context if len(bad) == 1 else None
+    failed = until(lambda: span_in(collector, bad_ctx.trace_id, "tools/call scale_replicas") if bad_ctx else None, 20)
+    f = attributes(failed.attributes) if failed else {}
+    c.check("a refused tools/call (isError) is an MCP span with status ERROR and error.type tool_error",
+            refused.is_error and failed is not None and failed.status.code == ERROR
+            and f.get("error.type") == "tool_error", (refused, failed))
 
 
 def sigterm_checks(c: Checks, server: Server, collector: Collector) -> None:
@@ -347,8 +359,9 @@ def audit_checks(c: Checks, server: Server, collector: Collector) -> None:
             [b.get("seq") for b in bodies] == [e.get("seq") for e in events]
             and all(rec.event_name == f"bridle.audit.{a.get('bridle.kind')}" for _, a, rec in records),
             [rec.event_name for _, _, rec in records][:3])
-    c.check("the logs' resource has service.name bridle-e2e, and they came as protobuf",
-            bool(logs) and all(r.get("service.name") == "bridle-e2e" for r, _ in logs)
+    c.check("the logs' resource is the traces' (service.name bridle-e2e, deployment.environment e2e), protobuf",
+            bool(logs) and all(r.get("service.name") == "bridle-e2e" and r.get("deployment.environment") == "e2e"
+                               for r, _ in logs)
             and "/v1/logs application/x-protobuf" in collector.content_types and not collector.rejected,
             (logs[0][0] if logs else None, collector.content_types, collector.rejected))
 
@@ -366,9 +379,9 @@ def main() -> int:
     provider = TracerProvider(resource=Resource.create({"service.name": "bridle-e2e-agent"}))
     provider.add_span_processor(SimpleSpanProcessor(client_spans))
     trace.set_tracer_provider(provider)
-    # Spans pass the log filter before export: RUST_LOG=info keeps the info-level spans.
+    # Logs turned down to warn: exported spans keep a filter of their own (BRIDLE_TRACE_FILTER).
     env = {"OTEL_EXPORTER_OTLP_ENDPOINT": collector.url, "OTEL_SERVICE_NAME": "bridle-e2e",
-           "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=e2e", "RUST_LOG": "info"}
+           "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=e2e", "RUST_LOG": "warn"}
     try:
         with Server(sys.argv[1], c, env) as server:
             print("traces: HTTP API", flush=True)

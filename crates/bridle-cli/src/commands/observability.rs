@@ -80,7 +80,7 @@ pub fn init_telemetry(json: bool, configured: Option<&str>) -> anyhow::Result<Te
 
 /// The resource spans are exported with: `OTEL_RESOURCE_ATTRIBUTES` and `OTEL_SERVICE_NAME` as the
 /// SDK reads them, `service.name` `bridle` when neither names one, and `service.version`.
-fn resource(env: impl Fn(&str) -> Option<String>) -> Resource {
+pub(crate) fn resource(env: impl Fn(&str) -> Option<String>) -> Resource {
     let named = env("OTEL_SERVICE_NAME").is_some_and(|v| !v.trim().is_empty())
         || env("OTEL_RESOURCE_ATTRIBUTES")
             .is_some_and(|v| v.split(',').any(|kv| kv.trim().starts_with("service.name=")));

@@ -5,7 +5,8 @@
 //! the syslog export's), the event's JSON as the body, `event_name` `bridle.audit.KIND`, and the
 //! chain (`bridle.seq`, `bridle.hash`, `bridle.prev_hash`) with tenant, subject, decision, code,
 //! tool, call and run as attributes, so a collector can check the chain and route by tenant. The
-//! resource is `service.name` from `OTEL_SERVICE_NAME` (else `bridle`) with `service.version`. A
+//! resource is the traces' (`OTEL_SERVICE_NAME`, else `bridle`; `OTEL_RESOURCE_ATTRIBUTES`;
+//! `service.version`). A
 //! collector that does not answer 2xx stops the export with an error naming the last seq sent, so
 //! `--since` can resume it: nothing is dropped quietly.
 
@@ -48,12 +49,10 @@ impl Exporter {
             .timeout(std::time::Duration::from_secs(10))
             .build()
             .context("building the OTLP HTTP client")?;
-        let service = std::env::var("OTEL_SERVICE_NAME").ok().filter(|s| !s.trim().is_empty());
+        // The same resource the traces carry, so a collector joins logs and spans of one deployment.
+        let sdk = crate::commands::observability::resource(|name| std::env::var(name).ok());
         let resource = Resource {
-            attributes: vec![
-                text("service.name", service.as_deref().unwrap_or("bridle")),
-                text("service.version", env!("CARGO_PKG_VERSION")),
-            ],
+            attributes: sdk.iter().map(|(key, value)| text(key.as_str(), value.as_str().as_ref())).collect(),
             ..Resource::default()
         };
         Ok(Self { http, url, resource })
