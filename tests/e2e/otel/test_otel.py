@@ -64,19 +64,6 @@ SERVER, ERROR = Span.SPAN_KIND_SERVER, Status.STATUS_CODE_ERROR
 T = TypeVar("T")
 
 
-class TapChecks(Checks):
-    """The harness's counting, one `ok - NAME` / `not ok - NAME: DETAIL` line per check."""
-
-    def check(self, name: str, ok: bool, detail: Any = "") -> bool:
-        if ok:
-            self.passed += 1
-            print(f"ok - {name}", flush=True)
-        else:
-            self.failed += 1
-            print(f"not ok - {name}: {detail}", flush=True)
-        return ok
-
-
 class Collector:
     """An OTLP/HTTP receiver: every decoded export, by path, in arrival order."""
 
@@ -373,7 +360,7 @@ def main() -> int:
     started = time.monotonic()
     for inherited in [k for k in os.environ if k.startswith("OTEL_")]:
         del os.environ[inherited]
-    c = TapChecks()
+    c = Checks()
     collector = Collector()
     client_spans = InMemorySpanExporter()
     provider = TracerProvider(resource=Resource.create({"service.name": "bridle-e2e-agent"}))
