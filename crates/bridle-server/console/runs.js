@@ -77,12 +77,14 @@ function detail(main, runId, { signal }) {
     }
   };
 
+  const showOutcome = (state) => clear(outcome).append(h('h2', {}, t('runs.outcome')), json(operatorView(state)));
+
   // The kept history (server records) and the run's tool calls; refreshed while it runs.
   const renderHistory = (run) => {
     if (run.kind === 'calls') clear(outcome).append(h('p', { class: 'muted' }, t('runs.calls_only')));
     // An ended run shows its outcome from the record too, not only from a `finished` event seen live.
     else if (['done', 'failed', 'cancelled'].includes(run.status) && run.state) {
-      clear(outcome).append(h('h2', {}, t('runs.outcome')), json(operatorView(run.state)));
+      showOutcome(run.state);
     }
     const drawn = run.graph && run.graph.nodes.length ? drawGraph(run.graph) : null;
     const oldGraph = main.querySelector('#run-graph-box');
@@ -212,7 +214,7 @@ function detail(main, runId, { signal }) {
       once: true,
       onEvent: (name, ev) => {
         if (name === 'finished') {
-          clear(outcome).append(h('h2', {}, t('runs.outcome')), json(operatorView(ev.outcome ? ev.outcome.state : ev)));
+          showOutcome(ev.outcome ? ev.outcome.state : ev);
         }
         refresh();
       },
