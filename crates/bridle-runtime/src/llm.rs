@@ -2,12 +2,14 @@
 //!
 //! Implementations: [`openai::OpenAiClient`] (any OpenAI-compatible `/v1/chat/completions`
 //! server: vLLM, Ollama, llama.cpp server, OpenAI), [`scripted::ScriptedModel`] (deterministic
-//! replies from a file, the default for demos and tests) and [`limits::LimitedClient`], a wrapper
+//! replies from a file, the default for demos and tests), [`command::CommandModel`] (the operator
+//! chat's model when none is configured: `tool key=value` commands and plain requests naming a tool) and [`limits::LimitedClient`], a wrapper
 //! enforcing the per-call deadline, token budgets, the cost circuit and cancellation. Every
 //! failure maps to a stable code: `llm_timeout`, `llm_unavailable`, `llm_invalid_output`, or the
 //! code of the harness's own refusal (`budget_exhausted`, `circuit_open`, `cancelled`, …).
 //! This module must not decide what an answer means: agents ([`crate::agent`]) and the gate do.
 
+pub mod command;
 pub mod limits;
 pub mod openai;
 pub mod scripted;
@@ -22,6 +24,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 pub use crate::cancel::CancelToken;
+pub use command::CommandModel;
 pub use limits::{LimitedClient, Limits};
 pub use openai::{OpenAiClient, OpenAiConfig};
 pub use scripted::ScriptedModel;

@@ -21,7 +21,7 @@ use crate::graph::hooks::HookHandler;
 use crate::graph::observer::TaskGraph;
 use crate::graph::{Event, Graph, Hooks, RunConfig, RunOutcome, RunStream};
 use crate::llm::openai::{OpenAiClient, OpenAiConfig};
-use crate::llm::{LimitedClient, Limits, LlmClient, ScriptedModel};
+use crate::llm::{CommandModel, LimitedClient, Limits, LlmClient, ScriptedModel};
 use crate::store::Stores;
 
 /// The default store when neither the configuration nor the caller names one.
@@ -207,10 +207,13 @@ impl RuntimeBuilder {
             .await
             .map_err(|source| BuildError::Store { what: "checkpointer", source })?;
         // 3. model client
+        // The operator chat answers with the command model when no model is configured at all.
+        let unconfigured = self.llm.is_none() && self.config.llm == LlmSettings::Scripted && self.env.llm_url.is_none();
         let base = match self.llm {
             Some(client) => client,
             None => model_client(&self.config.llm, &self.env)?,
         };
+        let chat_llm: Arc<dyn LlmClient> = if unconfigured { Arc::new(CommandModel) } else { base.clone() };
         let limits = Limits {
             call_timeout: settings.deadlines.llm_call,
             tokens: settings.tokens.clone(),
@@ -248,6 +251,7 @@ impl RuntimeBuilder {
             stores,
             checkpointer,
             llm: base,
+            chat_llm,
             limits,
             clock: self.clock,
             hooks: Arc::new(hooks),
@@ -291,6 +295,8 @@ pub struct Runtime {
     /// Where runs keep checkpoints.
     pub checkpointer: Arc<dyn Checkpointer>,
     llm: Arc<dyn LlmClient>,
+    /// The operator chat's model: [`Self::llm`], or the command model when none is configured.
+    chat_llm: Arc<dyn LlmClient>,
     limits: Limits,
     clock: Arc<dyn Clock>,
     /// Lifecycle handlers every run gets.
@@ -329,14 +335,14 @@ impl Runtime {
     }
 
     /// The operator chat over this runtime (`POST /v1/chat`, `bridle chat`): its gate, and for
-    /// each conversation the configured model under the configured limits with the token budget
+    /// each conversation the configured model (the command model when none is) under the configured limits with the token budget
     /// of the conversation's run ([`Self::session_llm`]); the turn deadline is
     /// `[runtime.deadlines] chat_turn_ms`. Fails only when the guard's patterns do not compile.
     pub fn chat_desk(&self) -> Result<crate::chat::desk::ChatDesk, bridle_core::guard::GuardError> {
         let settings = crate::chat::ChatSettings::from_config(&self.config);
-        let chat = crate::chat::Chat::new(self.engine.gate.clone(), self.llm.clone(), settings)?;
+        let chat = crate::chat::Chat::new(self.engine.gate.clone(), self.chat_llm.clone(), settings)?;
         let (llm, limits, clock, budgets) =
-            (self.llm.clone(), self.limits.clone(), self.clock.clone(), self.stores.budgets.clone());
+            (self.chat_llm.clone(), self.limits.clone(), self.clock.clone(), self.stores.budgets.clone());
         let model_for: crate::chat::desk::ModelFor = Arc::new(move |tenant: &str, run_id: &str| {
             let ledger = crate::llm::limits::TokenLedger {
                 budgets: budgets.clone(),

@@ -37,3 +37,20 @@ fn the_repl_takes_a_turn_per_line_and_new_opens_a_conversation() {
     assert_eq!(turns[0].1, turns[1].1);
     assert_ne!(turns[1].1, turns[2].1);
 }
+
+#[test]
+fn on_the_bundled_configuration_a_command_is_answered_through_the_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("chat.db").display());
+    let message = "get_service_snapshot 서비스 checkout 보여줘";
+    let out = bridle(&["--json", "--db", &db, "chat", "--as", "requester-1", "--message", message], dir.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // One line per tool call as it is decided, then the answer.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!((line["event"].as_str(), line["status"].as_str()), (Some("answer"), Some("answered")), "{line}");
+    assert_eq!(line["tool_calls"][0]["verdict"], "executed", "{line}");
+    assert!(line["text"].as_str().unwrap().starts_with("`get_service_snapshot` 결과:"), "{line}");
+    let verify = bridle(&["--db", &db, "audit", "verify"], dir.path());
+    assert!(verify.status.success(), "{}", String::from_utf8_lossy(&verify.stderr));
+}

@@ -309,3 +309,36 @@ async fn the_route_exists_on_the_bundled_configuration() {
     assert_eq!(status, StatusCode::OK, "{turn}");
     assert!(turn["conversation_id"].is_string());
 }
+
+#[tokio::test]
+async fn with_no_model_configured_the_chat_answers_commands_through_the_gate() {
+    // What `bridle serve` on the bundled configuration runs: no `[llm]`, no BRIDLE_LLM_URL.
+    let runtime = RuntimeBuilder::new(Arc::new(bundled()))
+        .tools(Arc::new(bridle_tools::Workbench))
+        .env(Env::default())
+        .store_url("memory")
+        .build()
+        .await
+        .unwrap();
+    let desk = Arc::new(runtime.chat_desk().unwrap());
+    let state =
+        AppState::new(runtime.engine.clone(), &AuthConfig::hs256(SECRET), Limits::default()).unwrap().with_chat(desk);
+    let app = router(state);
+    let me = token("requester-1");
+    let (status, turn) = post(&app, "/v1/chat", Some(&me), &json!({"message": "get_service_snapshot checkout"})).await;
+    assert_eq!((status, turn["status"].as_str()), (StatusCode::OK, Some("answered")), "{turn}");
+    assert_eq!(turn["tool_calls"][0]["verdict"], "executed", "{turn}");
+    assert!(turn["text"].as_str().unwrap().contains("\"replicas\":2"), "{turn}");
+    // A change: the gate asks for approval and the answer says so, in the operator's language.
+    let body = json!({"message": "checkout을 3 replicas로 scale 해줘 resource_version=7",
+                      "conversation_id": turn["conversation_id"]});
+    let (_, change) = post(&app, "/v1/chat", Some(&me), &body).await;
+    assert_eq!(change["tool_calls"][0]["verdict"], "waiting_for_approval", "{change}");
+    let id = change["tool_calls"][0]["approval_id"].as_str().unwrap();
+    assert!(change["text"].as_str().unwrap().contains(&format!("승인 요청 `{id}`")), "{change}");
+    // Nothing it can pin down: it lists what it can call instead of calling anything.
+    let (_, vague) = post(&app, "/v1/chat", Some(&me), &json!({"message": "hello"})).await;
+    assert!(vague["tool_calls"].as_array().unwrap().is_empty(), "{vague}");
+    assert!(vague["text"].as_str().unwrap().contains("`get_service_snapshot service=<string>`"), "{vague}");
+    assert_eq!(of_kind(&events(&app).await, "tool_call").len(), 2);
+}
