@@ -44,13 +44,131 @@ pub fn auto_limit_key(kind: &str, name: &str) -> String {
     format!("{kind}:{name}")
 }
 
+/// Why a call needs a human: one escalation rule that fired, or the tool's own level. Its
+/// serde form is `{"code": "above_limit", "param": …, …}` (the approval context's `why`, which
+/// the console words in the operator's language); [`Reason::text`] is the English sentence of
+/// the context's `reasons` and of refusals.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "code", rename_all = "snake_case")]
+pub enum Reason {
+    /// `param` = `value` is above its `requires_approval_above`.
+    AboveLimit {
+        /// The parameter.
+        param: String,
+        /// Its value.
+        value: f64,
+        /// The rule's limit.
+        limit: f64,
+    },
+    /// The caller said the arguments derive from untrusted content.
+    TaintedArguments,
+    /// Confidence below `[levels] low_confidence` (or unknown, NaN or out of range).
+    LowConfidence {
+        /// As given.
+        confidence: f64,
+        /// The threshold.
+        threshold: f64,
+    },
+    /// A rule produced the proposal after the model failed.
+    Degraded,
+    /// Several near-equal candidates: a human must choose.
+    Candidates {
+        /// How many.
+        count: u32,
+    },
+    /// A change in a run that has taken in untrusted content.
+    TaintedRun {
+        /// Where the content came from (empty when unknown).
+        source: String,
+    },
+    /// The limit on automatic changes per resource is reached.
+    AutoLimit {
+        /// The resource (`kind:name`).
+        resource: String,
+        /// Automatic changes allowed.
+        max: u32,
+        /// In this many seconds.
+        window_s: u64,
+    },
+    /// The action failed before for the same diagnosis on the same equipment class.
+    HistoryFailures {
+        /// The tool.
+        tool: String,
+        /// Failures in the window.
+        failures: usize,
+        /// The diagnosis.
+        diagnosis: String,
+        /// The equipment class.
+        equipment_class: String,
+        /// The window in hours.
+        hours: i64,
+    },
+    /// Enough successes and no failure: the action may run automatically.
+    HistoryAuto {
+        /// The tool.
+        tool: String,
+        /// Successes.
+        successes: u64,
+        /// The diagnosis.
+        diagnosis: String,
+        /// The equipment class.
+        equipment_class: String,
+    },
+    /// No rule fired: the tool needs `level` for every call.
+    ToolDefault {
+        /// The tool.
+        tool: String,
+        /// Its default level.
+        level: ApprovalLevel,
+    },
+    /// An operator prepared the call for review (`POST /v1/approvals`).
+    Prepared {
+        /// The operator.
+        subject: String,
+        /// The tool.
+        tool: String,
+        /// The level asked for.
+        level: ApprovalLevel,
+    },
+}
+
+impl Reason {
+    /// The English sentence.
+    pub fn text(&self) -> String {
+        match self {
+            Self::AboveLimit { param, value, limit } => format!("`{param}` = {value} is above {limit}"),
+            Self::TaintedArguments => "arguments derive from untrusted content".to_owned(),
+            Self::LowConfidence { confidence, threshold } => format!("confidence {confidence} is below {threshold}"),
+            Self::Degraded => "degraded proposal (the model failed; a rule produced it)".to_owned(),
+            Self::Candidates { count } => format!("{count} candidates are close; a human must choose"),
+            Self::TaintedRun { source } if source.is_empty() => TAINTED_RUN.to_owned(),
+            Self::TaintedRun { source } => {
+                format!("the run has taken in untrusted content ({source}); changes need approval")
+            }
+            Self::AutoLimit { resource, max, window_s } => format!(
+                "more than {max} automatic changes on `{resource}` within {window_s} s; from now on each needs approval"
+            ),
+            Self::HistoryFailures { tool, failures, diagnosis, equipment_class, hours } => {
+                format!(
+                    "`{tool}` failed {failures} time(s) for `{diagnosis}` on `{equipment_class}` equipment within {hours} h"
+                )
+            }
+            Self::HistoryAuto { tool, successes, diagnosis, equipment_class } => format!(
+                "eligible for auto: {successes} success(es) of `{tool}` for `{diagnosis}` on `{equipment_class}` equipment and no failure"
+            ),
+            Self::ToolDefault { tool, level } => {
+                format!("`{tool}` needs `{}` for every call (the tool's default level)", level.as_str())
+            }
+            Self::Prepared { subject, tool, level } => {
+                format!("`{subject}` prepared `{tool}` for review at level `{}`", level.as_str())
+            }
+        }
+    }
+}
+
 /// The reason recorded when the automatic-change limit escalates a call.
-pub fn auto_limit_reached(resource: &str, limit: &AutoLimit) -> String {
-    format!(
-        "more than {} automatic changes on `{resource}` within {} s; from now on each needs approval",
-        limit.max,
-        limit.window.as_secs()
-    )
+pub fn auto_limit_reached(resource: &str, limit: &AutoLimit) -> Reason {
+    Reason::AutoLimit { resource: resource.to_owned(), max: limit.max, window_s: limit.window.as_secs() }
 }
 
 /// What the caller knows about how the call was produced.
@@ -89,20 +207,18 @@ pub struct LevelDecision {
     /// A human must choose among candidates (reported as `human_choice_required`).
     pub human_choice: bool,
     /// Why it escalated.
-    pub reasons: Vec<String>,
+    pub reasons: Vec<Reason>,
+}
+
+impl LevelDecision {
+    /// The reasons as English sentences.
+    pub fn texts(&self) -> Vec<String> {
+        self.reasons.iter().map(Reason::text).collect()
+    }
 }
 
 /// Why a change in a tainted run escalates (recorded in the audit event's reason).
 pub const TAINTED_RUN: &str = "the run has taken in untrusted content; changes need approval";
-
-/// [`TAINTED_RUN`] naming where the untrusted content came from (`output of \`fetch_ticket\``).
-pub fn tainted_run(source: &str) -> String {
-    if source.is_empty() {
-        TAINTED_RUN.to_owned()
-    } else {
-        format!("the run has taken in untrusted content ({source}); changes need approval")
-    }
-}
 
 /// [`decide`], then escalation for taint of the whole run: a `change` call in a run that has
 /// taken in untrusted content needs at least `approval`. `taint` says where that content came
@@ -120,7 +236,7 @@ pub fn decide_in_run(
         && tool.mode == crate::contract::Mode::Change
     {
         decision.level = decision.level.max(ApprovalLevel::Approval);
-        decision.reasons.push(tainted_run(source));
+        decision.reasons.push(Reason::TaintedRun { source: source.to_owned() });
     }
     decision
 }
@@ -141,7 +257,7 @@ pub fn decide_with(
     let low = settings.low_confidence;
     let mut level = tool.approval;
     let mut reasons = Vec::new();
-    let mut raise = |to: ApprovalLevel, why: String| {
+    let mut raise = |to: ApprovalLevel, why: Reason| {
         if to > level {
             level = to;
         }
@@ -151,24 +267,47 @@ pub fn decide_with(
         if let (Some(limit), Some(v)) = (rule.requires_approval_above, args.get(name).and_then(Value::as_f64))
             && v > limit
         {
-            raise(ApprovalLevel::Approval, format!("`{name}` = {v} is above {limit}"));
+            raise(ApprovalLevel::Approval, Reason::AboveLimit { param: name.clone(), value: v, limit });
         }
     }
     if signals.tainted {
-        raise(ApprovalLevel::Approval, "arguments derive from untrusted content".to_owned());
+        raise(ApprovalLevel::Approval, Reason::TaintedArguments);
     }
     // A NaN or out-of-range confidence is treated as low: unknown never means sure.
     if let Some(c) = signals.confidence
         && !(low..=1.0).contains(&c)
     {
-        raise(ApprovalLevel::Approval, format!("confidence {c} is below {low}"));
+        raise(ApprovalLevel::Approval, Reason::LowConfidence { confidence: c, threshold: low });
     }
     if signals.degraded {
-        raise(ApprovalLevel::Approval, "degraded proposal (the model failed; a rule produced it)".to_owned());
+        raise(ApprovalLevel::Approval, Reason::Degraded);
     }
     let human_choice = signals.candidates >= 2;
     if human_choice {
-        raise(ApprovalLevel::Approval, format!("{} candidates are close; a human must choose", signals.candidates));
+        raise(ApprovalLevel::Approval, Reason::Candidates { count: signals.candidates });
     }
     LevelDecision { level, human_choice, reasons }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reason_is_a_code_with_its_values_and_an_english_sentence() {
+        let above = Reason::AboveLimit { param: "replicas".into(), value: 5.0, limit: 3.0 };
+        let value = serde_json::to_value(&above).unwrap();
+        assert_eq!(value, serde_json::json!({"code": "above_limit", "param": "replicas", "value": 5.0, "limit": 3.0}));
+        assert_eq!(serde_json::from_value::<Reason>(value).unwrap(), above);
+        assert_eq!(above.text(), "`replicas` = 5 is above 3");
+        let unknown = Reason::TaintedRun { source: String::new() };
+        assert_eq!(
+            (serde_json::to_value(&unknown).unwrap()["code"].as_str(), unknown.text()),
+            (Some("tainted_run"), TAINTED_RUN.to_owned())
+        );
+        let default = Reason::ToolDefault { tool: "replace_part".into(), level: ApprovalLevel::SignOff };
+        assert_eq!(serde_json::to_value(&default).unwrap()["level"], "sign_off");
+        assert_eq!(default.text(), "`replace_part` needs `sign_off` for every call (the tool's default level)");
+    }
 }

@@ -399,12 +399,14 @@ impl ApprovalDesk {
 /// What a prepared request shows the approver: why (it was prepared for review at this level)
 /// and the requester's agent as its credential names it (`none` when it names none).
 fn prepared_context(config: &Config, requester: &Principal, tool: &str, level: ApprovalLevel) -> Value {
+    let why = bridle_core::level::Reason::Prepared { subject: requester.subject.clone(), tool: tool.to_owned(), level };
     let agent = match config.agents.acting(requester, None) {
         Ok(Some(acting)) => serde_json::json!({"id": acting.agent, "source": acting.source.as_str()}),
         _ => serde_json::json!({"id": null, "source": "none"}),
     };
     serde_json::json!({
-        "reasons": [format!("`{}` prepared `{tool}` for review at level `{}`", requester.subject, level.as_str())],
+        "reasons": [why.text()],
+        "why": [why],
         "agent": agent,
     })
 }

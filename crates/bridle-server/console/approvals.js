@@ -81,8 +81,7 @@ export function view(main, { signal, parts }) {
       description ? h('p', { class: 'tool-description', 'aria-label': t('desk.what_tool_does') }, description) : null,
       sameChange(a),
       facts([
-        [t('approvals.why'), (Array.isArray(ctx.reasons) && ctx.reasons.length)
-          ? h('ul', { class: 'reasons', lang: 'en' }, ctx.reasons.map((r) => h('li', {}, r))) : '—'],
+        [t('approvals.why'), whyList(ctx)],
         [t('desk.agent'), agentOf(ctx)],
         [t('approvals.requester'), a.requester],
         [t('desk.incident'), a.plan.incident || '—'],
@@ -219,6 +218,33 @@ function fillDiff(box, d) {
 
 // Who proposed the call: the agent and where its identity came from (the credential's claim or
 // binding, or the pipeline that made the call; a name only the request gave is not the agent).
+// Why the request waits, in the reader's language: each of the context's `why` codes worded from
+// the dictionary; the gate's English sentence (marked lang="en") for a code this console does not
+// know or a context without codes.
+function whyList(ctx) {
+  const reasons = Array.isArray(ctx.reasons) ? ctx.reasons : [];
+  if (!reasons.length) return '—';
+  const why = Array.isArray(ctx.why) && ctx.why.length === reasons.length ? ctx.why : [];
+  return h('ul', { class: 'reasons' }, reasons.map((sentence, i) => {
+    const w = why[i];
+    const key = w && (w.code === 'tainted_run' && !w.source ? 'why.tainted_run_unknown' : `why.${w.code}`);
+    const worded = w ? t(key, whyVars(w), '') : '';
+    return worded ? h('li', { 'data-code': w.code }, worded) : h('li', { lang: 'en' }, sentence);
+  }));
+}
+
+// A `why` item's values as the sentence shows them: levels and windows in the reader's words.
+function whyVars(w) {
+  const vars = { ...w };
+  if (w.level) vars.level = codeText('level', w.level);
+  if (Number.isFinite(w.window_s)) {
+    vars.window = w.window_s % 3600 === 0 ? t('why.window_h', { n: w.window_s / 3600 }) : t('why.window_s', { n: w.window_s });
+  }
+  if (Number.isFinite(w.confidence)) vars.confidence = `${Math.round(w.confidence * 100)}%`;
+  if (Number.isFinite(w.threshold)) vars.threshold = `${Math.round(w.threshold * 100)}%`;
+  return vars;
+}
+
 function agentOf(ctx) {
   const a = ctx.agent;
   if (!a) return h('span', { class: 'agent muted' }, t('desk.agent_unknown'));

@@ -49,10 +49,16 @@ test('a fab plan says why it waits: reasons, agent, evidence with every candidat
   await p.waitForSelector(card);
   const shown = (await api('GET', `/v1/approvals/${id}`, FAB_OPERATOR, undefined, FAB)).body;
   const context = shown.approval.context;
-  // Why: never empty, and the same reasons the API gives.
-  const reasons = await p.$$eval(`${card} ul.reasons li`, (l) => l.map((x) => x.textContent));
+  // Why: never empty, one line per reason the API gives, each worded from its code.
+  const reasons = await p.$$eval(`${card} ul.reasons li`, (l) => l.map((x) => [x.dataset.code, x.textContent]));
   assert.ok(reasons.length >= 1, 'no reasons shown');
-  assert.deepEqual(reasons, context.reasons);
+  assert.deepEqual(reasons.map(([code]) => code), context.why.map((w) => w.code));
+  assert.equal(context.why.length, context.reasons.length);
+  for (const [i, w] of context.why.entries()) {
+    for (const value of [w.tool, w.count, w.param].filter((v) => v !== undefined)) {
+      assert.ok(reasons[i][1].includes(String(value)), `${reasons[i][1]} lacks ${value}`);
+    }
+  }
   // The agent and where its identity came from (the pipeline that made the call).
   assert.equal(await p.getAttribute(`${card} .agent`, 'data-source'), context.agent.source);
   assert.notEqual(context.agent.source, 'none');
@@ -92,10 +98,15 @@ test('a fab plan says why it waits: reasons, agent, evidence with every candidat
   assert.match(await p.textContent(`${card} .expires-at`), /GMT\+9/);
   // What the gate and the pipeline wrote (reasons, causes, the Advisor's reasoning, the pipeline's
   // name, the plan's arguments) is data and passes through as written; every other word is Korean.
-  const data = new Set(JSON.stringify([context, shown.approval.plan.arguments]).split(/[^A-Za-z]+/));
+  // The gate's English sentences are not data here: the card words their codes in Korean.
+  const data = new Set(JSON.stringify([{ ...context, reasons: [] }, shown.approval.plan.arguments]).split(/[^A-Za-z]+/));
   const english = (await englishWords(p, card)).filter((w) => !/^(GMT|UTC|JSON)$/.test(w) && !data.has(w));
   assert.deepEqual(english, [], 'English left in the Korean card');
-  assert.equal(await p.getAttribute(`${card} ul.reasons`, 'lang'), 'en', 'the gate\'s English reasons are marked as such');
+  const koReasons = await p.$$eval(`${card} ul.reasons li`, (l) => l.map((x) => [x.getAttribute('lang'), x.textContent]));
+  for (const [attr, text] of koReasons) {
+    assert.equal(attr, null, `an English reason left: ${text}`);
+    assert.match(text, /[가-힣]/);
+  }
   await shoot(p, 'ko-approval-context');
   // Leave nothing pending for the other tests on this server.
   const r = await api('POST', `/v1/approvals/${id}/reject`, FAB_OPERATOR, { reason: 'desk test: context only' }, FAB);

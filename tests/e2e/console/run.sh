@@ -8,7 +8,7 @@
 # (node's test runner; playwright-core driving Debian's chromium). Screenshots at 390 and
 # 1280 px land in $BRIDLE_E2E_OUT (default tests/e2e/console/test-output, gitignored).
 #
-# Usage: run.sh PATH_TO_BRIDLE_BINARY
+# Usage: run.sh PATH_TO_BRIDLE_BINARY   (BRIDLE_E2E_ONLY=./desk.test.mjs runs one file)
 # Installs what is missing: Debian's chromium, nodejs and npm (apt), a Korean font for the
 # screenshots, and playwright-core with `npm ci` (pinned in package-lock.json; it downloads no
 # browser).
@@ -113,7 +113,7 @@ export BRIDLE_REPLAY_REPORT="$work/replay.json" BRIDLE_REPLAY_AB_REPORT="$work/r
 rm -rf "$out"
 mkdir -p "$out"
 status=0
-(cd "$here" && node --test --test-concurrency=1 ./*.test.mjs) || status=$?
+(cd "$here" && node --test --test-concurrency=1 ${BRIDLE_E2E_ONLY:-./*.test.mjs}) || status=$?
 if [ "$status" -ne 0 ]; then
   echo "console e2e: FAILED (server logs below)"
   for log in "$work"/*.log; do echo "-- $log"; tail -n 30 "$log"; done

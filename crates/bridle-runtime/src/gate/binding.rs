@@ -10,7 +10,7 @@ use bridle_core::bounds;
 use bridle_core::contract::ToolContract;
 use bridle_core::job::{Job, JobStatus};
 use bridle_core::level::CallSignals;
-use bridle_core::level::LevelDecision;
+use bridle_core::level::{LevelDecision, Reason};
 use bridle_core::plan::PlanHash;
 use bridle_core::ports::{Consume, Created};
 use bridle_core::{Code, Principal, Rejection};
@@ -128,7 +128,8 @@ pub(super) async fn bind(gate: &Gate, p: &Proposal<'_>, t: &mut Trace) -> Result
     let why = reasons(tool, level);
     let mut context = t.approval_context.clone().unwrap_or_else(|| json!({}));
     if let Some(fields) = context.as_object_mut() {
-        fields.insert("reasons".to_owned(), json!(why));
+        fields.insert("reasons".to_owned(), json!(why.iter().map(Reason::text).collect::<Vec<_>>()));
+        fields.insert("why".to_owned(), json!(why));
     }
     request.context = Some(context);
     let event = requested_event(&request, gate.config.policy.version(), t, tool);
@@ -185,22 +186,24 @@ pub(super) fn proposer_context(context: Option<Value>, who: &Who, signals: &Call
 
 /// Why `tool` needs `level`: the escalation rules that fired, else the tool's own default level.
 /// Never empty.
-fn reasons(tool: &ToolContract, level: &LevelDecision) -> Vec<String> {
+fn reasons(tool: &ToolContract, level: &LevelDecision) -> Vec<Reason> {
     if !level.reasons.is_empty() {
         return level.reasons.clone();
     }
-    vec![format!("`{}` needs `{}` for every call (the tool's default level)", tool.name, tool.approval.as_str())]
+    vec![Reason::ToolDefault { tool: tool.name.clone(), level: tool.approval }]
 }
 
 /// The refusal of a call waiting for a human: the request's id, level and reasons, and the plan
 /// being approved with its hash, so the caller sees exactly what an operator is asked to grant.
-fn pending(code: Code, id: &str, reasons: &[String], p: &Proposal<'_>, state: &str) -> Rejection {
-    let why = format!(" ({})", reasons.join("; "));
+fn pending(code: Code, id: &str, reasons: &[Reason], p: &Proposal<'_>, state: &str) -> Rejection {
+    let texts: Vec<String> = reasons.iter().map(Reason::text).collect();
+    let why = format!(" ({})", texts.join("; "));
     Rejection::new(code, format!("approval request `{id}` {state}; retry the identical call once it is granted{why}"))
         .with_detail(json!({
             "approval_id": id,
             "level": p.level.level.as_str(),
-            "reasons": reasons,
+            "reasons": texts,
+            "why": reasons,
             "plan": p.plan,
             "plan_hash": p.plan_hash,
         }))

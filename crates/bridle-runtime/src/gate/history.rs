@@ -10,7 +10,7 @@
 use bridle_core::Principal;
 use bridle_core::contract::{ApprovalLevel, Mode, ToolContract};
 use bridle_core::history::{self, ActionRecord};
-use bridle_core::level::{CallSignals, LevelDecision};
+use bridle_core::level::{CallSignals, LevelDecision, Reason};
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 
@@ -39,14 +39,13 @@ pub(super) async fn check(
     let assessment = history::assess(&records, settings, now);
     if assessment.escalates() {
         level.level = level.level.max(ApprovalLevel::Approval);
-        level.reasons.push(format!(
-            "`{}` failed {} time(s) for `{}` on `{}` equipment within {} h",
-            tool.name,
-            assessment.failures.len(),
-            key.diagnosis,
-            key.equipment_class,
-            settings.failure_window.whole_hours()
-        ));
+        level.reasons.push(Reason::HistoryFailures {
+            tool: tool.name.clone(),
+            failures: assessment.failures.len(),
+            diagnosis: key.diagnosis.clone(),
+            equipment_class: key.equipment_class.clone(),
+            hours: settings.failure_window.whole_hours(),
+        });
         return Ok(Some(json!({"history": {
             "tool": tool.name,
             "diagnosis": key.diagnosis,
@@ -61,10 +60,12 @@ pub(super) async fn check(
         && level.reasons.is_empty()
     {
         level.level = ApprovalLevel::Auto;
-        level.reasons.push(format!(
-            "eligible for auto: {} success(es) of `{}` for `{}` on `{}` equipment and no failure",
-            assessment.successes, tool.name, key.diagnosis, key.equipment_class
-        ));
+        level.reasons.push(Reason::HistoryAuto {
+            tool: tool.name.clone(),
+            successes: assessment.successes,
+            diagnosis: key.diagnosis.clone(),
+            equipment_class: key.equipment_class.clone(),
+        });
     }
     Ok(None)
 }

@@ -74,6 +74,7 @@ fn approval(status: &str, grants: Value) -> Value {
         "requester": "requester-1", "level": "approval", "status": status, "grants": grants,
         "rejection_reason": null, "created_at": AT, "expires_at": "2026-12-03T20:17:37.495Z", "consumed_by": null,
         "context": {"reasons": ["`scale_replicas` needs `approval` for every call (the tool's default level)"],
+                    "why": [{"code": "tool_default", "tool": "scale_replicas", "level": "approval"}],
             "agent": {"id": "incident-responder", "source": "claim"}},
         "risk": "limited_change",
         "tool_info": {"title": "Scale replicas",

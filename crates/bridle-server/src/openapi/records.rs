@@ -120,8 +120,12 @@ pub struct ApprovalRequest {
 /// What an approval's context says (`ApprovalRequest.context`; more keys may follow).
 #[derive(Serialize, ToSchema)]
 pub struct ApprovalContext {
-    /// Why approval is needed: each escalation rule that fired, else the tool's default level.
+    /// Why approval is needed: each escalation rule that fired, else the tool's default level
+    /// (English sentences).
     reasons: Vec<String>,
+    /// The same reasons as codes with their values, one per sentence of `reasons`, in order (for
+    /// wording them in the reader's language).
+    why: Vec<Why>,
     /// Who proposed the call.
     #[schema(nullable = false)]
     agent: Option<ProposingAgent>,
@@ -133,6 +137,34 @@ pub struct ApprovalContext {
     /// failures: [...], successes}`.
     #[schema(value_type = Object, required = false, nullable = false)]
     history: Option<Value>,
+}
+
+/// One reason a call needs a human (`bridle_core::level::Reason`).
+#[derive(Serialize, ToSchema)]
+#[serde(tag = "code", rename_all = "snake_case")]
+pub enum Why {
+    /// A parameter is above its `requires_approval_above`.
+    AboveLimit { param: String, value: f64, limit: f64 },
+    /// The caller said the arguments derive from untrusted content.
+    TaintedArguments,
+    /// Confidence below `[levels] low_confidence`.
+    LowConfidence { confidence: f64, threshold: f64 },
+    /// A rule produced the proposal after the model failed.
+    Degraded,
+    /// Several near-equal candidates: a human must choose.
+    Candidates { count: u32 },
+    /// A change in a run that has taken in untrusted content (`source` empty when unknown).
+    TaintedRun { source: String },
+    /// The limit on automatic changes per resource is reached.
+    AutoLimit { resource: String, max: u32, window_s: u64 },
+    /// The action failed before for the same diagnosis on the same equipment class.
+    HistoryFailures { tool: String, failures: u64, diagnosis: String, equipment_class: String, hours: i64 },
+    /// Enough successes and no failure.
+    HistoryAuto { tool: String, successes: u64, diagnosis: String, equipment_class: String },
+    /// No rule fired: the tool's default level.
+    ToolDefault { tool: String, level: ApprovalLevel },
+    /// An operator prepared the call for review.
+    Prepared { subject: String, tool: String, level: ApprovalLevel },
 }
 
 /// The agent a call was made for, and where that came from.

@@ -334,6 +334,35 @@ async fn approvals_audit_events_and_kill_switches_fit_their_typed_schemas() {
     assert_eq!(pending["approvals"][0]["id"], waiting["approval_id"], "{pending}");
     assert_fits(&doc, "get", "/v1/approvals", &pending);
     let approval = validator(&doc, &json!({"$ref": "#/components/schemas/ApprovalRequest"}));
+    // Every reason the gate can give fits the documented `why` item, and nothing else does.
+    use bridle_core::contract::ApprovalLevel;
+    use bridle_core::level::Reason;
+    let why = validator(&doc, &json!({"$ref": "#/components/schemas/Why"}));
+    let (tool, d, class) = ("t".to_owned(), "d".to_owned(), "c".to_owned());
+    for reason in [
+        Reason::AboveLimit { param: "replicas".into(), value: 5.0, limit: 3.0 },
+        Reason::TaintedArguments,
+        Reason::LowConfidence { confidence: 0.2, threshold: 0.5 },
+        Reason::Degraded,
+        Reason::Candidates { count: 2 },
+        Reason::TaintedRun { source: String::new() },
+        Reason::AutoLimit { resource: "service:checkout".into(), max: 3, window_s: 3600 },
+        Reason::HistoryFailures {
+            tool: tool.clone(),
+            failures: 2,
+            diagnosis: d.clone(),
+            equipment_class: class.clone(),
+            hours: 24,
+        },
+        Reason::HistoryAuto { tool: tool.clone(), successes: 3, diagnosis: d, equipment_class: class },
+        Reason::ToolDefault { tool: tool.clone(), level: ApprovalLevel::SignOff },
+        Reason::Prepared { subject: "operator-2".into(), tool, level: ApprovalLevel::Approval },
+    ] {
+        let value = serde_json::to_value(&reason).unwrap();
+        assert!(why.is_valid(&value), "{value}");
+    }
+    assert!(!why.is_valid(&json!({"code": "felt_like_it"})));
+    assert_eq!(pending["approvals"][0]["context"]["why"][0]["code"], "tool_default", "{pending}");
     let mut broken = pending["approvals"][0].clone();
     broken["status"] = json!("maybe");
     assert!(!approval.is_valid(&broken), "an unknown status does not fit");
