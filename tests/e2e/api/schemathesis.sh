@@ -3,8 +3,9 @@
 #
 # Starts the server on a free port with a temporary SQLite store and a fresh HS256 secret, then
 # runs schemathesis twice: as requester-1 (tools, calls, guard, check, runs with their SSE events,
-# decisions; approvals answer 403) and as operator-2 with the approval, audit, metrics and feedback
-# scopes (the desk, the audit log, feedback on decisions). Every check
+# decisions; approvals answer 403) and as operator-2 with the approval, audit, metrics, feedback
+# and chat scopes (the desk, the audit log, feedback on decisions, chat turns on the command model
+# the bundled configuration's chat runs on). Every check
 # of the pinned version (`--checks all`), among them: no 5xx, every status code, response body and
 # content type as documented, the request schemas said truthfully (schema-valid requests
 # accepted, schema-violating ones refused), no route answering without its token.
@@ -47,7 +48,7 @@ token() {
   "$binary" token issue --subject "$1" --tenant tenant-a --services checkout --scopes "$2" --ttl 1h
 }
 requester="$(token requester-1 service:read,service:scale,runs:start,runs:read)"
-operator="$(token operator-2 approval:grant,audit:read,metrics:read,feedback:write,feedback:read)"
+operator="$(token operator-2 approval:grant,audit:read,metrics:read,feedback:write,feedback:read,chat:use)"
 
 run() {
   local who="$1" bearer="$2"

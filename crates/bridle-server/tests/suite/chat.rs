@@ -342,3 +342,66 @@ async fn with_no_model_configured_the_chat_answers_commands_through_the_gate() {
     assert!(vague["text"].as_str().unwrap().contains("`get_service_snapshot service=<string>`"), "{vague}");
     assert_eq!(of_kind(&events(&app).await, "tool_call").len(), 2);
 }
+
+/// A stand-in for an OpenAI-compatible vendor (`POST /v1/chat/completions`): the first request
+/// of a turn gets a tool call, the one carrying the tool's result gets an answer quoting it. The
+/// bodies it was sent are kept.
+async fn vendor() -> (String, Arc<std::sync::Mutex<Vec<Value>>>) {
+    let seen: Arc<std::sync::Mutex<Vec<Value>>> = Arc::default();
+    let kept = seen.clone();
+    let completions = move |axum::Json(body): axum::Json<Value>| {
+        let kept = kept.clone();
+        async move {
+            let messages = body["messages"].as_array().cloned().unwrap_or_default();
+            kept.lock().unwrap().push(body);
+            let message = match messages.iter().rev().find(|m| m["role"] == "tool") {
+                None => {
+                    json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_9", "type": "function",
+                    "function": {"name": "get_service_snapshot", "arguments": "{\"service\":\"checkout\"}"}}]})
+                }
+                Some(tool) => {
+                    json!({"role": "assistant", "content": format!("snapshot: {}", tool["content"].as_str().unwrap_or(""))})
+                }
+            };
+            axum::Json(json!({"id": "cmpl-1", "object": "chat.completion", "model": "vendor-model",
+                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 40, "completion_tokens": 9}}))
+        }
+    };
+    let app = Router::new().route("/v1/chat/completions", axum::routing::post(completions));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{addr}"), seen)
+}
+
+#[tokio::test]
+async fn with_an_openai_compatible_server_configured_the_chat_runs_on_it() {
+    let (url, seen) = vendor().await;
+    let env = Env { llm_url: Some(url), llm_model: Some("vendor-model".into()), ..Env::default() };
+    let runtime = RuntimeBuilder::new(Arc::new(bundled()))
+        .tools(Arc::new(bridle_tools::Workbench))
+        .env(env)
+        .store_url("memory")
+        .build()
+        .await
+        .unwrap();
+    let desk = Arc::new(runtime.chat_desk().unwrap());
+    let state =
+        AppState::new(runtime.engine.clone(), &AuthConfig::hs256(SECRET), Limits::default()).unwrap().with_chat(desk);
+    let app = router(state);
+    let (status, turn) =
+        post(&app, "/v1/chat", Some(&token("requester-1")), &json!({"message": "How is checkout?"})).await;
+    assert_eq!((status, turn["status"].as_str()), (StatusCode::OK, Some("answered")), "{turn}");
+    assert_eq!(turn["tool_calls"][0]["verdict"], "executed", "{turn}");
+    assert!(turn["text"].as_str().unwrap().starts_with("snapshot: {\"replicas\":2"), "{turn}");
+    // The vendor was asked twice, with the model named, the tools the operator may call, and
+    // the gate's result as the tool message.
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[0]["model"], "vendor-model");
+    let offered: Vec<_> = seen[0]["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].clone()).collect();
+    assert!(offered.contains(&json!("get_service_snapshot")), "{offered:?}");
+    let last = seen[1]["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!((last["role"].as_str(), last["tool_call_id"].as_str()), (Some("tool"), Some("call_9")), "{last}");
+}
