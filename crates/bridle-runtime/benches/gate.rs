@@ -5,7 +5,8 @@
 //! `cargo bench -p bridle-runtime --bench gate` runs everything; a filter (`-- gate/read`) runs
 //! the matching benchmarks. Without a filter, or with one containing `latency`, the run ends with
 //! a per-call latency distribution (p50/p90/p99) measured call by call, which criterion's
-//! per-sample means do not show. BENCHMARKS.md holds the figures and what they mean.
+//! per-sample means do not show. `-- ratio` runs only the CI ratio check ([`ratio`]).
+//! BENCHMARKS.md holds the figures and what they mean.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
 use std::collections::HashSet;
@@ -291,47 +292,68 @@ fn runs(c: &mut Criterion) {
 /// floor under `policy/authorize`, which also builds the context and request and looks the
 /// entities up in its cache on every call.
 fn cedar(group: &mut BenchmarkGroup<'_, WallTime>) {
-    use cedar_policy::{Authorizer, Context, Entity, EntityUid, PolicySet, Request, RestrictedExpression, Schema};
-    const SCHEMA: &str = include_str!("../../../examples/checkout/policies/bridle.cedarschema");
-    const POLICIES: &str = include_str!("../../../examples/checkout/policies/tenancy.cedar");
-    let (schema, _) = Schema::from_cedarschema_str(SCHEMA).unwrap();
-    let policies: PolicySet = POLICIES.parse().unwrap();
-    let uid = |text: &str| text.parse::<EntityUid>().unwrap();
-    let (principal, action, resource) = (
-        uid(r#"Bridle::Principal::"requester-1""#),
-        uid(r#"Bridle::Action::"get_service_snapshot""#),
-        uid(r#"Bridle::Resource::"tenant-a/service/checkout""#),
-    );
-    let text = |s: &str| RestrictedExpression::new_string(s.to_owned());
-    let set = |items: &[&str]| RestrictedExpression::new_set(items.iter().map(|s| text(s)));
-    let entity = |uid: &EntityUid, attrs: [(&str, RestrictedExpression); 3]| {
-        let attrs = attrs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
-        Entity::new(uid.clone(), attrs, HashSet::new()).unwrap()
-    };
-    let principal_entity = entity(
-        &principal,
-        [
-            ("tenant", text("tenant-a")),
-            ("services", set(&["checkout"])),
-            ("scopes", set(&["service:read", "service:scale"])),
-        ],
-    );
-    let resource_entity =
-        entity(&resource, [("tenant", text("tenant-a")), ("kind", text("service")), ("name", text("checkout"))]);
-    let entities =
-        schema.action_entities().unwrap().add_entities([principal_entity, resource_entity], Some(&schema)).unwrap();
-    let pairs = || {
-        let arguments = RestrictedExpression::new_record([("service".to_owned(), text("checkout"))]).unwrap();
-        [("scope", text("service:read")), ("mode", text("read")), ("risk", text("read")), ("arguments", arguments)]
-            .map(|(k, v)| (k.to_owned(), v))
-    };
-    let request = Request::new(principal, action, resource, Context::from_pairs(pairs()).unwrap(), None).unwrap();
-    let authorizer = Authorizer::new();
-    assert_eq!(authorizer.is_authorized(&request, &policies, &entities).decision(), cedar_policy::Decision::Allow);
-    group.bench_function("cedar/is_authorized", |b| {
-        b.iter(|| black_box(authorizer.is_authorized(black_box(&request), &policies, &entities)));
+    let bare = BareCedar::new();
+    group.bench_function("cedar/is_authorized", |b| b.iter(|| black_box(bare.authorize())));
+    group.bench_function("cedar/context_from_pairs", |b| {
+        b.iter(|| black_box(cedar_policy::Context::from_pairs((bare.pairs)()).unwrap()));
     });
-    group.bench_function("cedar/context_from_pairs", |b| b.iter(|| black_box(Context::from_pairs(pairs()).unwrap())));
+}
+
+/// Cedar on the checkout policies with everything built once (see [`cedar`]).
+struct BareCedar {
+    authorizer: cedar_policy::Authorizer,
+    request: cedar_policy::Request,
+    policies: cedar_policy::PolicySet,
+    entities: cedar_policy::Entities,
+    pairs: Box<dyn Fn() -> [(String, cedar_policy::RestrictedExpression); 4]>,
+}
+
+impl BareCedar {
+    fn authorize(&self) -> cedar_policy::Response {
+        self.authorizer.is_authorized(black_box(&self.request), &self.policies, &self.entities)
+    }
+
+    fn new() -> Self {
+        use cedar_policy::{Authorizer, Context, Entity, EntityUid, PolicySet, Request, RestrictedExpression, Schema};
+        const SCHEMA: &str = include_str!("../../../examples/checkout/policies/bridle.cedarschema");
+        const POLICIES: &str = include_str!("../../../examples/checkout/policies/tenancy.cedar");
+        let (schema, _) = Schema::from_cedarschema_str(SCHEMA).unwrap();
+        let policies: PolicySet = POLICIES.parse().unwrap();
+        let uid = |text: &str| text.parse::<EntityUid>().unwrap();
+        let (principal, action, resource) = (
+            uid(r#"Bridle::Principal::"requester-1""#),
+            uid(r#"Bridle::Action::"get_service_snapshot""#),
+            uid(r#"Bridle::Resource::"tenant-a/service/checkout""#),
+        );
+        let text = |s: &str| RestrictedExpression::new_string(s.to_owned());
+        let set = |items: &[&str]| RestrictedExpression::new_set(items.iter().map(|s| text(s)));
+        let entity = |uid: &EntityUid, attrs: [(&str, RestrictedExpression); 3]| {
+            let attrs = attrs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+            Entity::new(uid.clone(), attrs, HashSet::new()).unwrap()
+        };
+        let principal_entity = entity(
+            &principal,
+            [
+                ("tenant", text("tenant-a")),
+                ("services", set(&["checkout"])),
+                ("scopes", set(&["service:read", "service:scale"])),
+            ],
+        );
+        let resource_entity =
+            entity(&resource, [("tenant", text("tenant-a")), ("kind", text("service")), ("name", text("checkout"))]);
+        let entities =
+            schema.action_entities().unwrap().add_entities([principal_entity, resource_entity], Some(&schema)).unwrap();
+        let pairs = move || {
+            let text = |s: &str| RestrictedExpression::new_string(s.to_owned());
+            let arguments = RestrictedExpression::new_record([("service".to_owned(), text("checkout"))]).unwrap();
+            [("scope", text("service:read")), ("mode", text("read")), ("risk", text("read")), ("arguments", arguments)]
+                .map(|(k, v)| (k.to_owned(), v))
+        };
+        let request = Request::new(principal, action, resource, Context::from_pairs(pairs()).unwrap(), None).unwrap();
+        let authorizer = Authorizer::new();
+        assert_eq!(authorizer.is_authorized(&request, &policies, &entities).decision(), cedar_policy::Decision::Allow);
+        Self { authorizer, request, policies, entities, pairs: Box::new(pairs) }
+    }
 }
 
 /// An audit record shaped like a read call's.
@@ -490,6 +512,98 @@ fn latency() {
     });
 }
 
+/// The CI ratio check's bounds (`-- ratio`): about twice each ratio measured when the check
+/// landed (BENCHMARKS.md, "The CI ratio check"), so that machine noise cannot fail CI but a
+/// feature that quietly doubles a call's cost does.
+const RATIO_BOUNDS: [(&str, f64); 2] = [("read/memory÷cedar", READ_BOUND), ("sqlite/batched÷commit", BATCH_BOUND)];
+const READ_BOUND: f64 = 13.0;
+const BATCH_BOUND: f64 = 30.0;
+/// Rounds of each ratio measurement; the medians are compared.
+const ROUNDS: usize = 7;
+
+/// The median of `values`.
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// Seconds per item of `n` items done by `work`.
+fn per_item(n: usize, work: impl FnOnce()) -> f64 {
+    let start = Instant::now();
+    work();
+    start.elapsed().as_secs_f64() / n as f64
+}
+
+/// `-- ratio`: a short check CI runs on every change. Each figure is set against a floor measured
+/// in the same run, rounds interleaved so that machine noise moves both sides: the gate's read
+/// call in memory against bare Cedar `is_authorized` (what the gate adds on top of the policy
+/// engine), and a decision of 128 concurrent callers through the group-committing SQLite writer
+/// against a raw one-row SQLite commit in the same directory with the same pragmas (what the
+/// audit path adds on top of the database). Prints each ratio with its bound; false when one is
+/// past it.
+fn ratio() -> bool {
+    let (rt, pool) = (current_thread(), multi_thread());
+    let dir = scratch();
+    let memory = Fixture::new(Stores::memory());
+    let bare = BareCedar::new();
+    let batched =
+        pool.block_on(async { Arc::new(Fixture::new(sqlite(&dir, "ratio.db").await.with_batched_audit(MAX_BATCH))) });
+    let raw = rusqlite::Connection::open(dir.path().join("raw.db")).unwrap();
+    raw.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT NOT NULL);")
+        .unwrap();
+    let body = serde_json::to_string(&read_record(&memory)).unwrap();
+    let read = read_request();
+    let (mut gate, mut cedar, mut decision, mut commit) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for round in 0..=ROUNDS {
+        let g = per_item(2_000, || {
+            rt.block_on(async {
+                for _ in 0..2_000 {
+                    black_box(memory.gate.call(&memory.requester, &memory.run, &read).await.unwrap());
+                }
+            });
+        });
+        let c = per_item(20_000, || {
+            for _ in 0..20_000 {
+                black_box(bare.authorize());
+            }
+        });
+        let d = per_item(2_560, || {
+            pool.block_on(concurrent_calls(&batched, 2_560));
+        });
+        let k = per_item(500, || {
+            for _ in 0..500 {
+                let tx = raw.unchecked_transaction().unwrap();
+                tx.execute("INSERT INTO t (body) VALUES (?1)", [&body]).unwrap();
+                tx.commit().unwrap();
+            }
+        });
+        // Round 0 warms caches, the allocator and SQLite's WAL; it is not counted.
+        if round > 0 {
+            gate.push(g);
+            cedar.push(c);
+            decision.push(d);
+            commit.push(k);
+        }
+    }
+    let us = |v: f64| v * 1e6;
+    let measured = [
+        (median(gate.clone()), median(cedar.clone()), "gate read", "cedar"),
+        (median(decision.clone()), median(commit.clone()), "decision", "raw commit"),
+    ];
+    let mut within = true;
+    for ((name, bound), (top, floor, top_name, floor_name)) in RATIO_BOUNDS.iter().zip(measured) {
+        let ratio = top / floor;
+        let verdict = if ratio <= *bound { "ok" } else { "PAST THE BOUND" };
+        within &= ratio <= *bound;
+        println!(
+            "ratio/{name:<22} {top_name} {:>8.2} µs  {floor_name} {:>7.2} µs  ratio {ratio:>6.2}  (bound {bound}) {verdict}",
+            us(top),
+            us(floor)
+        );
+    }
+    within
+}
+
 /// Whether the command line names no filter, or one containing `latency`.
 fn wants_latency() -> bool {
     let filters: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
@@ -497,6 +611,16 @@ fn wants_latency() -> bool {
 }
 
 fn main() {
+    // `-- ratio` alone: the CI check, no criterion run.
+    if std::env::args().skip(1).any(|a| a == "ratio") {
+        if !ratio() {
+            eprintln!(
+                "a ratio is past its bound: see BENCHMARKS.md (\"The CI ratio check\") for what each one measures"
+            );
+            std::process::exit(1);
+        }
+        return;
+    }
     let mut c = Criterion::default().configure_from_args();
     parts(&mut c);
     runs(&mut c);
