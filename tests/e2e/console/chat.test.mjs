@@ -75,3 +75,22 @@ test('the keyboard: Enter writes a new line, Ctrl+Enter sends; a token without c
   await q.waitForSelector('#chat-no-scope');
   await q.context().close();
 });
+
+test('with no model configured (the bundled server), the chat answers a command through the gate, in Korean', async () => {
+  const p = await page(390);
+  await signIn(p, CHAT_TOKEN, '#/chat', BASE);
+  await p.selectOption('#lang', 'ko');
+  await p.waitForSelector('#chat-message');
+  const reply = await send(p, 'checkout 서비스 상태를 get_service_snapshot으로 보여줘');
+  assert.equal(await reply.getAttribute('data-status'), 'answered');
+  const verdicts = await reply.locator('.chat-call [data-verdict]').evaluateAll((els) => els.map((e) => e.dataset.verdict));
+  assert.deepEqual(verdicts, ['executed']);
+  assert.match(await reply.textContent(), /get_service_snapshot` 결과: \{"replicas":\d+/);
+  // Nothing it can pin down: it says which tools it can call instead of calling one.
+  const vague = await send(p, '안녕하세요');
+  assert.equal(await vague.locator('.chat-call').count(), 0);
+  assert.match(await vague.textContent(), /scale_replicas service=<string> replicas=<integer>/);
+  await shoot(p, 'chat-command-model-ko');
+  await p.selectOption('#lang', 'en');
+  await p.context().close();
+});
