@@ -480,7 +480,7 @@ async fn the_mirrored_enums_name_exactly_the_real_variants() {
         Judgement::NoMention | Judgement::Reported | Judgement::Unclear | Judgement::Followed => j,
     };
     let rule = |r: Rule| match r {
-        Rule::Marker | Rule::Refusal | Rule::Hedge | Rule::SkipClaim | Rule::Report => r,
+        Rule::Marker | Rule::Refusal | Rule::Hedge | Rule::SkipClaim | Rule::Report | Rule::Quoted => r,
     };
     let goal = |g: Goal| match g {
         Goal::Guardrail | Goal::Scaffold | Goal::Force => g,
@@ -585,7 +585,10 @@ async fn the_mirrored_enums_name_exactly_the_real_variants() {
             "Judgement",
             names(&[Judgement::NoMention, Judgement::Reported, Judgement::Unclear, Judgement::Followed].map(judgement)),
         ),
-        ("JudgeRule", names(&[Rule::Marker, Rule::Refusal, Rule::Hedge, Rule::SkipClaim, Rule::Report].map(rule))),
+        (
+            "JudgeRule",
+            names(&[Rule::Marker, Rule::Refusal, Rule::Hedge, Rule::SkipClaim, Rule::Report, Rule::Quoted].map(rule)),
+        ),
         ("LoopGoal", names(&[Goal::Guardrail, Goal::Scaffold, Goal::Force].map(goal))),
         ("LoopMeasure", names(&[Measure::Count, Measure::LengthMm, Measure::ForceN].map(measure))),
         ("LabOutcome", names(&[bridle_apps::lab::Outcome::Pass, bridle_apps::lab::Outcome::Fail].map(outcome))),
