@@ -68,18 +68,21 @@ fn bundled() -> Config {
 /// The chat's router over `config` and `script`, and the model (to see what it was sent).
 async fn app(config: Config, script: &str) -> (Router, Arc<ScriptedModel>) {
     let model = Arc::new(ScriptedModel::from_toml_str(script).unwrap());
-    let runtime = RuntimeBuilder::new(Arc::new(config))
-        .tools(Arc::new(bridle_tools::Workbench))
-        .env(Env::default())
-        .store_url("memory")
-        .llm(model.clone())
-        .build()
-        .await
-        .unwrap();
+    (serve(builder(config, Env::default()).llm(model.clone())).await, model)
+}
+
+/// A runtime over `config` on the memory store with the workbench tools and `env`.
+fn builder(config: Config, env: Env) -> RuntimeBuilder {
+    RuntimeBuilder::new(Arc::new(config)).tools(Arc::new(bridle_tools::Workbench)).env(env).store_url("memory")
+}
+
+/// The chat's router over the runtime `builder` builds.
+async fn serve(builder: RuntimeBuilder) -> Router {
+    let runtime = builder.build().await.unwrap();
     let desk = Arc::new(runtime.chat_desk().unwrap());
     let state =
         AppState::new(runtime.engine.clone(), &AuthConfig::hs256(SECRET), Limits::default()).unwrap().with_chat(desk);
-    (router(state), model)
+    router(state)
 }
 
 fn auditor() -> String {
@@ -313,17 +316,7 @@ async fn the_route_exists_on_the_bundled_configuration() {
 #[tokio::test]
 async fn with_no_model_configured_the_chat_answers_commands_through_the_gate() {
     // What `bridle serve` on the bundled configuration runs: no `[llm]`, no BRIDLE_LLM_URL.
-    let runtime = RuntimeBuilder::new(Arc::new(bundled()))
-        .tools(Arc::new(bridle_tools::Workbench))
-        .env(Env::default())
-        .store_url("memory")
-        .build()
-        .await
-        .unwrap();
-    let desk = Arc::new(runtime.chat_desk().unwrap());
-    let state =
-        AppState::new(runtime.engine.clone(), &AuthConfig::hs256(SECRET), Limits::default()).unwrap().with_chat(desk);
-    let app = router(state);
+    let app = serve(builder(bundled(), Env::default())).await;
     let me = token("requester-1");
     let (status, turn) = post(&app, "/v1/chat", Some(&me), &json!({"message": "get_service_snapshot checkout"})).await;
     assert_eq!((status, turn["status"].as_str()), (StatusCode::OK, Some("answered")), "{turn}");
@@ -379,17 +372,7 @@ async fn vendor() -> (String, Arc<std::sync::Mutex<Vec<Value>>>) {
 async fn with_an_openai_compatible_server_configured_the_chat_runs_on_it() {
     let (url, seen) = vendor().await;
     let env = Env { llm_url: Some(url), llm_model: Some("vendor-model".into()), ..Env::default() };
-    let runtime = RuntimeBuilder::new(Arc::new(bundled()))
-        .tools(Arc::new(bridle_tools::Workbench))
-        .env(env)
-        .store_url("memory")
-        .build()
-        .await
-        .unwrap();
-    let desk = Arc::new(runtime.chat_desk().unwrap());
-    let state =
-        AppState::new(runtime.engine.clone(), &AuthConfig::hs256(SECRET), Limits::default()).unwrap().with_chat(desk);
-    let app = router(state);
+    let app = serve(builder(bundled(), env)).await;
     let (status, turn) =
         post(&app, "/v1/chat", Some(&token("requester-1")), &json!({"message": "How is checkout?"})).await;
     assert_eq!((status, turn["status"].as_str()), (StatusCode::OK, Some("answered")), "{turn}");
