@@ -79,6 +79,9 @@ def sync_scenario(c: Checks, server: Server) -> None:
                 detail.approval.status == "pending" and detail.approval.plan.tool == "scale_replicas"
                 and detail.approval.plan.run_id == run and detail.approval.requester == "requester-1"
                 and any(d.field == "replicas" for d in detail.diff), detail)
+        c.check("sync: the request says why, as sentences and as codes, one each",
+                len(detail.approval.why) == len(detail.approval.reasons) >= 1
+                and detail.approval.why[0]["code"] == "tool_default", detail.approval.raw.get("context"))
         try:
             operator.wait_for_decision(approval_id, timeout=0.3, interval=0.1)
             c.check("sync: waiting on an undecided request times out", False, "returned")

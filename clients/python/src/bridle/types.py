@@ -270,6 +270,11 @@ class Approval:
         """Why approval is needed (the escalation rules that fired, else the tool's default level)."""
         return [r for r in _list((self.context or {}).get("reasons")) if isinstance(r, str)]
 
+    @property
+    def why(self) -> list[dict[str, JSON]]:
+        """The same reasons as codes with their values (`{"code": "above_limit", "param": …}`), in order."""
+        return [dict(w) for w in _list((self.context or {}).get("why")) if isinstance(w, Mapping) and "code" in w]
+
 
 @dataclass(frozen=True)
 class FieldChange:
