@@ -210,11 +210,9 @@ pub struct LevelDecision {
     pub reasons: Vec<Reason>,
 }
 
-impl LevelDecision {
-    /// The reasons as English sentences.
-    pub fn texts(&self) -> Vec<String> {
-        self.reasons.iter().map(Reason::text).collect()
-    }
+/// `reasons` as their English sentences, in order (the `reasons` beside a `why`).
+pub fn texts(reasons: &[Reason]) -> Vec<String> {
+    reasons.iter().map(Reason::text).collect()
 }
 
 /// Why a change in a tainted run escalates (recorded in the audit event's reason).

@@ -591,8 +591,8 @@ fn ratio() -> bool {
     }
     let us = |v: f64| v * 1e6;
     let measured = [
-        (median(gate.clone()), median(cedar.clone()), "gate read", "cedar"),
-        (median(decision.clone()), median(commit.clone()), "decision", "raw commit"),
+        (median(gate), median(cedar), "gate read", "cedar"),
+        (median(decision), median(commit), "decision", "raw commit"),
     ];
     let mut within = true;
     for ((name, bound), (top, floor, top_name, floor_name)) in RATIO_BOUNDS.iter().zip(measured) {

@@ -405,7 +405,7 @@ fn prepared_context(config: &Config, requester: &Principal, tool: &str, level: A
         _ => serde_json::json!({"id": null, "source": "none"}),
     };
     serde_json::json!({
-        "reasons": [why.text()],
+        "reasons": bridle_core::level::texts(std::slice::from_ref(&why)),
         "why": [why],
         "agent": agent,
     })

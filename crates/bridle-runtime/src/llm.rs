@@ -3,10 +3,11 @@
 //! Implementations: [`openai::OpenAiClient`] (any OpenAI-compatible `/v1/chat/completions`
 //! server: vLLM, Ollama, llama.cpp server, OpenAI), [`scripted::ScriptedModel`] (deterministic
 //! replies from a file, the default for demos and tests), [`command::CommandModel`] (the operator
-//! chat's model when none is configured: `tool key=value` commands and plain requests naming a tool) and [`limits::LimitedClient`], a wrapper
-//! enforcing the per-call deadline, token budgets, the cost circuit and cancellation. Every
-//! failure maps to a stable code: `llm_timeout`, `llm_unavailable`, `llm_invalid_output`, or the
-//! code of the harness's own refusal (`budget_exhausted`, `circuit_open`, `cancelled`, …).
+//! chat's model when none is configured: `tool key=value` commands and plain requests naming a
+//! tool) and [`limits::LimitedClient`], a wrapper enforcing the per-call deadline, token budgets,
+//! the cost circuit and cancellation. Every failure maps to a stable code: `llm_timeout`,
+//! `llm_unavailable`, `llm_invalid_output`, or the code of the harness's own refusal
+//! (`budget_exhausted`, `circuit_open`, `cancelled`, …).
 //! This module must not decide what an answer means: agents ([`crate::agent`]) and the gate do.
 
 pub mod command;

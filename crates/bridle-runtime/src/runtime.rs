@@ -335,8 +335,8 @@ impl Runtime {
     }
 
     /// The operator chat over this runtime (`POST /v1/chat`, `bridle chat`): its gate, and for
-    /// each conversation the configured model (the command model when none is) under the configured limits with the token budget
-    /// of the conversation's run ([`Self::session_llm`]); the turn deadline is
+    /// each conversation the configured model (the command model when none is) under the
+    /// configured limits with the token budget of the conversation's run ([`Self::session_llm`]); the turn deadline is
     /// `[runtime.deadlines] chat_turn_ms`. Fails only when the guard's patterns do not compile.
     pub fn chat_desk(&self) -> Result<crate::chat::desk::ChatDesk, bridle_core::guard::GuardError> {
         let settings = crate::chat::ChatSettings::from_config(&self.config);

@@ -10,7 +10,7 @@ use bridle_core::bounds;
 use bridle_core::contract::ToolContract;
 use bridle_core::job::{Job, JobStatus};
 use bridle_core::level::CallSignals;
-use bridle_core::level::{LevelDecision, Reason};
+use bridle_core::level::{self, LevelDecision, Reason};
 use bridle_core::plan::PlanHash;
 use bridle_core::ports::{Consume, Created};
 use bridle_core::{Code, Principal, Rejection};
@@ -128,7 +128,7 @@ pub(super) async fn bind(gate: &Gate, p: &Proposal<'_>, t: &mut Trace) -> Result
     let why = reasons(tool, level);
     let mut context = t.approval_context.clone().unwrap_or_else(|| json!({}));
     if let Some(fields) = context.as_object_mut() {
-        fields.insert("reasons".to_owned(), json!(why.iter().map(Reason::text).collect::<Vec<_>>()));
+        fields.insert("reasons".to_owned(), json!(level::texts(&why)));
         fields.insert("why".to_owned(), json!(why));
     }
     request.context = Some(context);
@@ -196,7 +196,7 @@ fn reasons(tool: &ToolContract, level: &LevelDecision) -> Vec<Reason> {
 /// The refusal of a call waiting for a human: the request's id, level and reasons, and the plan
 /// being approved with its hash, so the caller sees exactly what an operator is asked to grant.
 fn pending(code: Code, id: &str, reasons: &[Reason], p: &Proposal<'_>, state: &str) -> Rejection {
-    let texts: Vec<String> = reasons.iter().map(Reason::text).collect();
+    let texts = level::texts(reasons);
     let why = format!(" ({})", texts.join("; "));
     Rejection::new(code, format!("approval request `{id}` {state}; retry the identical call once it is granted{why}"))
         .with_detail(json!({
