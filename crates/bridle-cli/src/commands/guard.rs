@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use bridle_core::Code;
 use bridle_core::guard::Detector;
-use bridle_core::guard::combine::Thresholds;
+use bridle_core::guard::combine::{self, Thresholds};
 use bridle_core::guard::eval::{self, Report, split};
 use bridle_core::guard::mask::{Masker, load_gitleaks};
 use bridle_core::guard::model::{self, train as model_train, train::Source};
@@ -56,6 +56,13 @@ pub enum GuardCommand {
         /// The rules alone (without the learned model).
         #[arg(long)]
         no_model: bool,
+        /// Candidate weights to judge instead of the compiled-in ones (a file `bridle guard
+        /// train --out` wrote; with `--threshold`, else the bundled document threshold).
+        #[arg(long, conflicts_with = "no_model")]
+        weights: Option<PathBuf>,
+        /// The model's block threshold for `--weights`.
+        #[arg(long, requires = "weights")]
+        threshold: Option<f64>,
         /// Train in process and report on texts the training never saw: `random` (the fixed
         /// test split) or `loso` (leave one source out), from the training sources.
         #[arg(long, value_parser = ["random", "loso"])]
@@ -94,9 +101,16 @@ pub fn run(g: &super::Global, command: &GuardCommand) -> anyhow::Result<ExitCode
     match command {
         GuardCommand::Scan { jsonl, file } => scan(file.as_deref(), *jsonl),
         GuardCommand::Mask { jsonl, rules, file } => mask(g.config(), file.as_deref(), *jsonl, rules.as_deref()),
-        GuardCommand::Eval { files, no_model, split, data } => match split.as_deref() {
+        GuardCommand::Eval { files, no_model, weights, threshold, split, data } => match split.as_deref() {
             Some(kind) => eval_split(kind, data, g.json),
-            None => eval(files, !*no_model, g.json),
+            None => {
+                let with = match weights {
+                    Some(path) => With::Candidate(candidate(path, *threshold)?),
+                    None if *no_model => With::Rules,
+                    None => With::Bundled,
+                };
+                eval(files, &with, g.json)
+            }
         },
         GuardCommand::Train { data, out } => train(data, out, g.json),
     }
@@ -249,12 +263,14 @@ pub fn mask(config: Option<&Path>, file: Option<&Path>, jsonl: bool, rules: Opti
 
 /// `bridle guard eval FILE...`: the pooled report, then (with more than one file) the rates per
 /// family and language of each file apart (`dev` beside `heldout` and `heldout2`).
-pub fn eval(files: &[PathBuf], with_model: bool, json: bool) -> anyhow::Result<ExitCode> {
+pub fn eval(files: &[PathBuf], with: &With, json: bool) -> anyhow::Result<ExitCode> {
     let detector = detector()?;
     let guard = Guard::with_limits(Limits::default()).map_err(|e| anyhow::anyhow!("{e}"))?;
     // As `bridle guard scan` decides: the document channel, bundled thresholds.
-    let decide = |text: &str| {
-        if with_model { guard.document(text).blocked() } else { detector.detect(text).blocked() }
+    let decide = |text: &str| match with {
+        With::Bundled => guard.document(text).blocked(),
+        With::Rules => detector.detect(text).blocked(),
+        With::Candidate((m, t)) => combine::decide(detector, m, *t, text).blocked(),
     };
     let mut samples = Vec::new();
     let mut splits = Vec::new();
@@ -284,6 +300,25 @@ pub fn eval(files: &[PathBuf], with_model: bool, json: bool) -> anyhow::Result<E
         print_splits(&splits, &by_split)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `bridle guard eval` decides with besides the rules.
+pub enum With {
+    /// The compiled-in model at the bundled document threshold (as `bridle guard scan`).
+    Bundled,
+    /// The rules alone.
+    Rules,
+    /// Candidate weights and their threshold.
+    Candidate((model::Model, f64)),
+}
+
+/// Reads candidate weights (their own checksum: they are judged, not shipped) and the threshold.
+fn candidate(path: &Path, threshold: Option<f64>) -> anyhow::Result<(model::Model, f64)> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading `{}`", path.display()))?;
+    let m = model::Model::parse(&bytes).map_err(|e| anyhow::anyhow!("`{}`: {e}", path.display()))?;
+    let t = threshold.unwrap_or(Thresholds::BUNDLED.document);
+    anyhow::ensure!(combine::valid_threshold(t), "--threshold must be above 0 and below 1, not {t}");
+    Ok((m, t))
 }
 
 /// Rows `family/lang`, one column per file: `flagged/total rate`.

@@ -132,6 +132,21 @@ fn train_writes_the_same_bytes_twice_and_eval_splits_train_in_process() {
     let (a, b) = (std::fs::read(dir.path().join("a.bin")).unwrap(), std::fs::read(dir.path().join("b.bin")).unwrap());
     assert_eq!(a, b);
     assert_eq!(a.len(), 20 + (1 << 18));
+    // Candidate weights are judged before they ship: a lower threshold blocks at least as much,
+    // and a file that is not weights, or a threshold outside (0, 1), is refused.
+    let flagged = |t: &str| -> u64 {
+        let out = lines(&bridle(
+            &["guard", "eval", "--json", "--weights", "a.bin", "--threshold", t, "corpus/small.jsonl"],
+            dir.path(),
+        ));
+        out[0]["families"].as_object().unwrap().values().map(|f| f["flagged"].as_u64().unwrap()).sum()
+    };
+    assert!(flagged("0.01") > flagged("0.99"), "a threshold near 0 lets the model block every long text");
+    std::fs::write(dir.path().join("junk.bin"), b"not weights").unwrap();
+    for (file, t) in [("junk.bin", "0.5"), ("a.bin", "1.5")] {
+        let out = bridle(&["guard", "eval", "--weights", file, "--threshold", t, "corpus/small.jsonl"], dir.path());
+        assert!(!out.status.success(), "{file} {t}");
+    }
     for split in ["random", "loso"] {
         let out = lines(&bridle(
             &["guard", "eval", "--json", "--split", split, "--corpus", "corpus", "--data", "own.jsonl"],

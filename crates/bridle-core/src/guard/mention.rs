@@ -1,6 +1,6 @@
 //! Reported, not addressed: whether a match sits in a text that quotes or reports an attack
 //! ("attackers write 'ignore previous instructions'", 「指示を無視して」という攻撃文) rather than
-//! giving the instruction. Only the instruction families are softened, and only by the detector.
+//! giving the instruction. Only the instruction families and exfiltration are softened, and only by the detector.
 //!
 //! The word lists are folded like the canonical view when the detector is built, so they are
 //! written here in ordinary spelling, in every language the rules read.
@@ -81,6 +81,57 @@ const META: &[&str] = &[
     "攻击",
     "注入",
     "培训",
+    // Defending, detecting and reporting: a quotation in such a text is the thing to catch.
+    "red team",
+    "red-team",
+    "pentest",
+    "regex",
+    "waf ",
+    "mitigat",
+    "detect",
+    "incident",
+    "finding",
+    "slide",
+    "search bar",
+    "search box",
+    "typed ",
+    "test case",
+    "pytest",
+    "unit test",
+    "assert",
+    "payload",
+    "malicious",
+    "vulnerab",
+    "레드팀",
+    "모의해킹",
+    "정규식",
+    "탐지",
+    "검색창",
+    "악성",
+    "취약",
+    "쳐봤",
+    "レッドチーム",
+    "正規表現",
+    "検知",
+    "検出",
+    "脆弱",
+    "悪意",
+    "红队",
+    "正则",
+    "检测",
+    "漏洞",
+    "恶意",
+    "detectar",
+    "mitigar",
+    "malicios",
+    "vulnerabil",
+    "erkenn",
+    "abwehr",
+    "schwachstell",
+    "bösartig",
+    "détect",
+    "vulnérab",
+    "malveillant",
 ];
 
 /// Quotes that open a quotation: a match right after one (or inside an unclosed one of the
@@ -158,6 +209,7 @@ impl Mention {
                 | Category::RoleRedefinition
                 | Category::PromptExtraction
                 | Category::PrivilegeEscalation
+                | Category::Exfiltration
         ) {
             return false;
         }
