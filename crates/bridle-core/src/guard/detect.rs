@@ -56,31 +56,67 @@ impl Table {
     }
 }
 
-/// A rule table with the keywords one of which must occur before it runs.
-struct Gated {
-    triggers: AhoCorasick,
-    table: Table,
+/// The rule tables a keyword gates: a table runs on a view only when one of its keywords occurs.
+const EN_TABLES: u8 = 1;
+const INTL_TABLE: u8 = 2;
+const KO_EN_TABLE: u8 = 4;
+const DOCUMENT_TABLE: u8 = 8;
+const ALL_TABLES: u8 = EN_TABLES | INTL_TABLE | KO_EN_TABLE | DOCUMENT_TABLE;
+
+/// Every table's keywords in one automaton, so a view is read once to learn which tables run
+/// (four separate passes over a long Korean message were most of its cost).
+struct Triggers {
+    automaton: AhoCorasick,
+    /// Per keyword, the tables it gates.
+    gates: Vec<u8>,
 }
 
-impl Gated {
-    fn new(name: &str, triggers: &[&str], rules: &[Rule]) -> Result<Self, GuardError> {
-        let words: Vec<String> = triggers.iter().map(|t| normalize::fold_pattern(t)).collect();
-        let triggers = AhoCorasickBuilder::new()
+impl Triggers {
+    fn new() -> Result<Self, GuardError> {
+        // The English keywords are lowercase already; the others are folded as the canonical view.
+        let mut words: BTreeMap<String, u8> = BTreeMap::new();
+        for w in rules::TRIGGERS {
+            *words.entry((*w).to_owned()).or_default() |= EN_TABLES;
+        }
+        for (list, table) in [
+            (rules::intl::TRIGGERS, INTL_TABLE),
+            (rules::ko_en::TRIGGERS, KO_EN_TABLE),
+            (rules::document::TRIGGERS, DOCUMENT_TABLE),
+        ] {
+            for w in list {
+                *words.entry(normalize::fold_pattern(w)).or_default() |= table;
+            }
+        }
+        words.retain(|w, _| !w.is_empty());
+        let automaton = AhoCorasickBuilder::new()
+            .match_kind(MatchKind::Standard)
             .kind(Some(aho_corasick::AhoCorasickKind::DFA))
-            .build(&words)
-            .map_err(|e| GuardError::Pattern { name: name.to_owned(), reason: e.to_string() })?;
-        Ok(Self { triggers, table: Table::new(rules)? })
+            .build(words.keys())
+            .map_err(|e| GuardError::Pattern { name: "triggers".to_owned(), reason: e.to_string() })?;
+        Ok(Self { automaton, gates: words.into_values().collect() })
+    }
+
+    /// The tables whose keywords occur in `text` (one pass; stops once every table is gated in).
+    fn tables(&self, text: &str) -> u8 {
+        let mut found = 0;
+        for m in self.automaton.find_overlapping_iter(text) {
+            found |= self.gates.get(m.pattern().as_usize()).copied().unwrap_or(0);
+            if found == ALL_TABLES {
+                break;
+            }
+        }
+        found
     }
 }
 
 /// The detector: built once (patterns compiled), then shared; `detect` is `&self` and total.
 pub struct Detector {
-    triggers: AhoCorasick,
+    triggers: Triggers,
     en: Table,
     ko: Table,
-    intl: Gated,
-    ko_en: Gated,
-    documents: Gated,
+    intl: Table,
+    ko_en: Table,
+    documents: Table,
     mention: Mention,
     chosung: AhoCorasick,
     chosung_names: Vec<&'static str>,
@@ -92,7 +128,7 @@ impl std::fmt::Debug for Detector {
         f.debug_struct("Detector")
             .field("en_rules", &self.en.rules.len())
             .field("ko_rules", &self.ko.rules.len())
-            .field("intl_rules", &self.intl.table.rules.len())
+            .field("intl_rules", &self.intl.rules.len())
             .finish()
     }
 }
@@ -187,21 +223,16 @@ fn has_hangul(text: &str) -> bool {
 impl Detector {
     /// Compiles the built-in rules.
     pub fn new() -> Result<Self, GuardError> {
-        let triggers = AhoCorasickBuilder::new()
-            .match_kind(MatchKind::Standard)
-            .kind(Some(aho_corasick::AhoCorasickKind::DFA))
-            .build(rules::TRIGGERS)
-            .map_err(|e| GuardError::Pattern { name: "triggers".to_owned(), reason: e.to_string() })?;
         let phrases: Vec<String> = rules::CHOSUNG_PHRASES.iter().map(|p| jamo::chosung_of(p)).collect();
         let chosung = AhoCorasick::new(&phrases)
             .map_err(|e| GuardError::Pattern { name: "chosung".to_owned(), reason: e.to_string() })?;
         Ok(Self {
-            triggers,
+            triggers: Triggers::new()?,
             en: Table::new(rules::EN)?,
             ko: Table::new(rules::KO)?,
-            intl: Gated::new("intl triggers", rules::intl::TRIGGERS, rules::intl::INTL)?,
-            ko_en: Gated::new("ko-en triggers", rules::ko_en::TRIGGERS, rules::ko_en::KO_EN)?,
-            documents: Gated::new("document triggers", rules::document::TRIGGERS, rules::document::DOCUMENT)?,
+            intl: Table::new(rules::intl::INTL)?,
+            ko_en: Table::new(rules::ko_en::KO_EN)?,
+            documents: Table::new(rules::document::DOCUMENT)?,
             mention: Mention::new(),
             chosung,
             chosung_names: rules::CHOSUNG_PHRASES.to_vec(),
@@ -341,20 +372,21 @@ impl Detector {
     }
 
     fn rules_on(&self, view: &View, korean: bool, ev: &mut Evidence, at: Option<(usize, usize)>) {
-        if self.triggers.find(&view.text).is_some() {
+        let tables = self.triggers.tables(&view.text);
+        if tables & EN_TABLES != 0 {
             self.table_on(&self.en, view, ev, at);
             if korean {
                 self.table_on(&self.ko, view, ev, at);
             }
         }
-        let korean_too: &[&Gated] = if korean { &[&self.intl, &self.ko_en] } else { &[&self.intl] };
-        for gated in korean_too {
-            if gated.triggers.find(&view.text).is_some() {
-                self.table_on_merged(&gated.table, view, ev, at, true);
-            }
+        if tables & INTL_TABLE != 0 {
+            self.table_on_merged(&self.intl, view, ev, at, true);
         }
-        if self.documents.triggers.find(&view.text).is_some() {
-            self.table_on(&self.documents.table, view, ev, at);
+        if korean && tables & KO_EN_TABLE != 0 {
+            self.table_on_merged(&self.ko_en, view, ev, at, true);
+        }
+        if tables & DOCUMENT_TABLE != 0 {
+            self.table_on(&self.documents, view, ev, at);
         }
     }
 
