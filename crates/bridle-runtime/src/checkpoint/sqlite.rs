@@ -2,7 +2,7 @@
 //! throwaway in-memory database), through one connection of its own.
 //!
 //! Shares the file and the migration history with [`crate::store::SqliteStore`] (schema 2,
-//! `migrations/sqlite/0002_checkpoints.sql`, applied through the store's sqlx migration runner);
+//! `migrations/sqlite/0002_checkpoints.sql`, applied through the store's migration runner);
 //! it must not hold any rule of its own: semantics are those of [`super::MemoryCheckpointer`],
 //! which the contract suite checks both against.
 //!
@@ -25,7 +25,7 @@ use bridle_core::checkpoint::{Checkpoint, RunEventRow, TaskWrites, ThreadQuery, 
 use bridle_core::ports::{Checkpointer, StoreError, StoreResult};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 use serde_json::Value;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
+use sqlx::sqlite::SqliteConnectOptions;
 use time::OffsetDateTime;
 
 use super::{
@@ -77,18 +77,11 @@ impl SqliteCheckpointer {
         } else {
             let path = options.get_filename().to_path_buf();
             create_parent_dir(&path)?;
-            // The schema is the store's: migrate through its runner, then let go of sqlx.
-            let pool = SqlitePoolOptions::new()
-                .max_connections(1)
-                .connect_with(
-                    options.create_if_missing(true).journal_mode(SqliteJournalMode::Wal).busy_timeout(BUSY_TIMEOUT),
-                )
-                .await
-                .map_err(|e| StoreError::Unavailable(format!("cannot open `{url}`: {e}")))?;
-            migrate::run(&pool).await?;
-            pool.close().await;
+            // The schema is the store's: migrate through its runner.
             let conn = Connection::open(&path).map_err(|e| unavailable(url, &e))?;
             conn.pragma_update(None, "journal_mode", "WAL").map_err(|e| unavailable(url, &e))?;
+            conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| unavailable(url, &e))?;
+            migrate::run(&conn)?;
             conn
         };
         let synchronous = match strictness {

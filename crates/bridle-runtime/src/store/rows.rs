@@ -15,7 +15,6 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use sqlx::Row;
 use sqlx::postgres::PgRow;
-use sqlx::sqlite::SqliteRow;
 use time::{OffsetDateTime, UtcOffset};
 
 use super::db_err;
@@ -97,7 +96,6 @@ macro_rules! columns_for {
     };
 }
 
-columns_for!(SqliteRow);
 columns_for!(PgRow);
 
 /// An approval request from the columns `id, tenant, plan, plan_hash, requester, level, status,

@@ -1,38 +1,35 @@
 //! SQLite: opening the database, its connection pools, and the SQLite [`Dialect`] of the SQL
 //! store (`sql.rs`), which holds every port; nothing here is a rule of a port.
 //!
-//! Concurrency: every write goes through ONE writer connection (a pool of size 1) inside
-//! `BEGIN IMMEDIATE` transactions or single statements, so writers queue in the pool instead of
-//! meeting `SQLITE_BUSY` lock upgrades, and a write transaction excludes every other writer (the
-//! dialect's [`Lock`]s need nothing more); reads use a separate pool of reader connections,
-//! which WAL lets run beside the writer. `sqlite::memory:` uses one connection for both, kept
-//! open for the life of the store (the database lives only as long as its connection).
+//! Concurrency: every write goes through ONE writer connection: write transactions join the
+//! group transaction of `group.rs` as savepoints and are committed together, single statements
+//! run in autocommit mode between groups; so writers queue for the writer instead of meeting
+//! `SQLITE_BUSY` lock upgrades, and a write transaction excludes every other writer (the
+//! dialect's [`Lock`]s need nothing more). Reads use separate reader connections, which WAL
+//! lets run beside the writer. `sqlite::memory:` uses one connection for both, kept open for the
+//! life of the store (the database lives only as long as its connection). Statements run in the
+//! calling task through rusqlite (`driver.rs`); the schema comes from `migrate.rs`.
 
+pub(crate) mod driver;
+mod group;
 pub(crate) mod migrate;
 
 use std::path::Path;
 use std::str::FromStr;
-use std::time::Duration;
+use std::sync::Arc;
 
 use bridle_core::audit::AuditEvent;
 use bridle_core::ports::{StoreError, StoreResult};
-use sqlx::pool::PoolConnection;
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
-};
-use sqlx::{Sqlite, SqliteConnection, Transaction};
+use rusqlite::{Connection, OpenFlags};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteSynchronous};
 
-use super::db_err;
 use super::sql::audit::{COLUMNS, Stored, WIDTH};
-use super::sql::{Dialect, Lock, SqlStore, sqlx_statements};
+use super::sql::{Arg, Dialect, Lock, SqlStore};
+use driver::{BUSY_TIMEOUT, Pooled, Readers, SqliteConn, SqliteRow, is_unique_violation, retrying, sql_err};
+use group::{GroupWriter, Member};
 
-/// How long a connection waits on a lock held by another process before giving up.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Reader connections for a database file.
-const READERS: u32 = 4;
-/// Rows per audit INSERT statement, largest first: a batch is cut into these sizes so only a
-/// few distinct statements are ever prepared (30 × 100 parameters stays far below SQLite's limit).
-const CHUNKS: [usize; 3] = [100, 10, 1];
+const READERS: usize = 4;
 
 /// All ports over SQLite.
 pub type SqliteStore = SqlStore<SqliteDb>;
@@ -40,115 +37,177 @@ pub type SqliteStore = SqlStore<SqliteDb>;
 /// The connections of an SQLite store.
 #[derive(Debug, Clone)]
 pub struct SqliteDb {
-    /// The only connection that writes.
-    writer: SqlitePool,
-    /// Connections that only read (the writer itself for `sqlite::memory:`).
-    reader: SqlitePool,
+    /// The only connection that writes, committing its transactions in groups.
+    writer: Arc<GroupWriter>,
+    /// Connections that only read (`None` for `sqlite::memory:`: the writer reads too).
+    readers: Option<Arc<Readers>>,
 }
 
 impl SqliteStore {
     /// Opens (creating if missing) the database a `sqlite://PATH` or `sqlite::memory:` URL
-    /// names and brings its schema up to date. `?synchronous=full` (Bridle's parameter, not
-    /// sqlx's) fsyncs the WAL at every commit; the default is `normal`.
+    /// names and brings its schema up to date. `?synchronous=full` (Bridle's parameter) fsyncs
+    /// the WAL at every commit; the default is `normal`.
     pub async fn open(url: &str) -> Result<Self, StoreError> {
         let (sqlx_url, synchronous) = split_synchronous(url)?;
-        let base = SqliteConnectOptions::from_str(&sqlx_url)
-            .map_err(|e| StoreError::Unavailable(format!("bad SQLite URL `{url}`: {e}")))?
-            .busy_timeout(BUSY_TIMEOUT)
-            .foreign_keys(true);
-        let db = if is_in_memory(url) {
-            // INVARIANT: one connection that never closes, or the database vanishes with it.
-            let pool = SqlitePoolOptions::new()
-                .max_connections(1)
-                .min_connections(1)
-                .idle_timeout(None)
-                .max_lifetime(None)
-                .test_before_acquire(false)
-                .connect_with(base)
-                .await
-                .map_err(|e| StoreError::Unavailable(format!("cannot open `{url}`: {e}")))?;
-            SqliteDb { writer: pool.clone(), reader: pool }
-        } else {
-            create_parent_dir(base.get_filename())?;
-            let writer_options =
-                base.clone().create_if_missing(true).journal_mode(SqliteJournalMode::Wal).synchronous(synchronous);
-            let writer = SqlitePoolOptions::new()
-                .max_connections(1)
-                .idle_timeout(None)
-                .max_lifetime(None)
-                .test_before_acquire(false)
-                .connect_with(writer_options)
-                .await
-                .map_err(|e| StoreError::Unavailable(format!("cannot open `{url}`: {e}")))?;
-            // Readers connect lazily, after the writer created the file and switched it to WAL;
-            // `query_only` makes a write through them fail instead of contending for the lock.
-            let reader_options = base.synchronous(SqliteSynchronous::Normal).pragma("query_only", "ON");
-            let reader = SqlitePoolOptions::new()
-                .max_connections(READERS)
-                .test_before_acquire(false)
-                .connect_lazy_with(reader_options);
-            SqliteDb { writer, reader }
-        };
-        migrate::run(&db.writer).await?;
-        Ok(Self::new(db))
+        let full = matches!(synchronous, SqliteSynchronous::Full);
+        let options = SqliteConnectOptions::from_str(&sqlx_url)
+            .map_err(|e| StoreError::Unavailable(format!("bad SQLite URL `{url}`: {e}")))?;
+        let cannot = |e: &dyn std::fmt::Display| StoreError::Unavailable(format!("cannot open `{url}`: {e}"));
+        let in_memory = is_in_memory(url);
+        let path = options.get_filename().to_path_buf();
+        let opened = tokio::task::spawn_blocking(move || -> StoreResult<Connection> {
+            let conn = if in_memory {
+                Connection::open_in_memory().map_err(|e| sql_err(&e))?
+            } else {
+                create_parent_dir(&path)?;
+                let flags =
+                    OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+                let conn = Connection::open_with_flags(&path, flags).map_err(|e| sql_err(&e))?;
+                conn.pragma_update(None, "journal_mode", "WAL").map_err(|e| sql_err(&e))?;
+                conn
+            };
+            conn.pragma_update(None, "foreign_keys", "ON").map_err(|e| sql_err(&e))?;
+            conn.pragma_update(None, "synchronous", if full { "FULL" } else { "NORMAL" }).map_err(|e| sql_err(&e))?;
+            // Opening may meet another opener's migration: wait for it here, off the runtime.
+            conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| sql_err(&e))?;
+            migrate::run(&conn)?;
+            Ok(conn)
+        })
+        .await
+        .map_err(|e| cannot(&e))?
+        .map_err(|e| match e {
+            StoreError::Unavailable(m) if !m.starts_with("database schema") && !m.starts_with("migration") => {
+                cannot(&m)
+            }
+            other => other,
+        })?;
+        let readers = (!in_memory).then(|| Arc::new(Readers::new(options.get_filename(), READERS)));
+        let writer = GroupWriter::start(SqliteConn::new(opened)?, full);
+        Ok(Self::new(SqliteDb { writer, readers }))
     }
 
     /// Closes every connection; later calls fail with `Unavailable`.
     pub async fn close(&self) {
-        self.db().reader.close().await;
+        if let Some(readers) = &self.db().readers {
+            readers.close();
+        }
         self.db().writer.close().await;
     }
 }
 
 impl Dialect for SqliteDb {
-    type Conn = SqliteConnection;
-    type Tx = Transaction<'static, Sqlite>;
-    type Pooled = PoolConnection<Sqlite>;
+    type Conn = SqliteConn;
+    type Tx = Member;
+    type Pooled = Pooled;
     type Row = SqliteRow;
 
-    /// A write transaction on the writer connection, holding the write lock from its start.
+    /// A savepoint in the writer's group transaction (see `group.rs`), holding the writer until
+    /// its commit.
     async fn begin(&self) -> StoreResult<Self::Tx> {
-        self.writer.begin_with("BEGIN IMMEDIATE").await.map_err(db_err)
+        self.writer.begin().await
     }
 
-    /// As any write: durable as `synchronous` says.
+    /// As any write: group-committed, durable as `synchronous` says.
     async fn begin_admission(&self) -> StoreResult<Self::Tx> {
-        self.begin().await
+        self.writer.begin().await
     }
 
     async fn read(&self) -> StoreResult<Self::Pooled> {
-        self.reader.acquire().await.map_err(db_err)
+        match &self.readers {
+            Some(readers) => Ok(Pooled::Read(readers.acquire().await?)),
+            None => Ok(Pooled::Write(self.writer.exclusive().await?)),
+        }
     }
 
     async fn write(&self) -> StoreResult<Self::Pooled> {
-        self.writer.acquire().await.map_err(db_err)
+        Ok(Pooled::Write(self.writer.exclusive().await?))
     }
 
+    /// Returns once the group commit that holds the transaction's writes is done.
     async fn commit(tx: Self::Tx) -> StoreResult<()> {
-        tx.commit().await.map_err(db_err)
+        tx.commit().await
     }
 
     async fn rollback(tx: Self::Tx) -> StoreResult<()> {
-        tx.rollback().await.map_err(db_err)
+        tx.rollback();
+        Ok(())
     }
 
-    sqlx_statements!(Sqlite, violates);
+    async fn execute<'a>(conn: &'a mut Self::Conn, sql: &'a str, args: &'a [Arg<'a>]) -> StoreResult<u64> {
+        retrying(conn, |c| c.execute_once(sql, args)).await
+    }
+
+    async fn insert<'a>(
+        conn: &'a mut Self::Conn,
+        sql: &'a str,
+        args: &'a [Arg<'a>],
+        _unique: &'a str,
+    ) -> StoreResult<Option<u64>> {
+        retrying(conn, |c| match c.execute_once(sql, args) {
+            Ok(n) => Ok(Some(n)),
+            Err(e) if is_unique_violation(&e) => Ok(None),
+            Err(e) => Err(e),
+        })
+        .await
+    }
+
+    async fn fetch_optional<'a>(
+        conn: &'a mut Self::Conn,
+        sql: &'a str,
+        args: &'a [Arg<'a>],
+    ) -> StoreResult<Option<Self::Row>> {
+        Ok(retrying(conn, |c| c.query_once(sql, args, 1)).await?.pop())
+    }
+
+    async fn fetch_all<'a>(conn: &'a mut Self::Conn, sql: &'a str, args: &'a [Arg<'a>]) -> StoreResult<Vec<Self::Row>> {
+        retrying(conn, |c| c.query_once(sql, args, usize::MAX)).await
+    }
 
     /// Nothing: `BEGIN IMMEDIATE` on the one writer already excludes every other writer.
     async fn lock<'a>(_conn: &'a mut Self::Conn, _lock: Lock<'a>) -> StoreResult<()> {
         Ok(())
     }
 
-    /// Multi-row `INSERT … VALUES`, in chunks of [`CHUNKS`] rows.
+    /// One prepared single-row `INSERT` per event, in the transaction.
     async fn insert_events<'a>(conn: &'a mut Self::Conn, events: &'a [AuditEvent]) -> StoreResult<()> {
-        let stored = events.iter().map(Stored::new).collect::<StoreResult<Vec<_>>>()?;
-        let mut rest = stored.as_slice();
-        for size in CHUNKS {
-            while rest.len() >= size {
-                let (chunk, tail) = rest.split_at(size);
-                insert_chunk(conn, chunk).await?;
-                rest = tail;
-            }
+        let sql = insert_sql();
+        for event in events {
+            let s = Stored::new(event)?;
+            let (e, r) = (s.event, &s.event.record);
+            let decision = s.decision.as_deref();
+            let args = [
+                Arg::Text(&r.tenant),
+                Arg::Int(s.seq),
+                Arg::Text(s.kind),
+                Arg::Text(&r.call_id),
+                Arg::Int(s.at),
+                Arg::Int(s.at_offset),
+                Arg::Text(&r.subject),
+                Arg::Text(&r.run_id),
+                Arg::Text(&r.incident),
+                Arg::Text(&r.tool),
+                Arg::Text(&r.policy_version),
+                Arg::OptText(r.plan_hash.as_deref()),
+                Arg::OptText(r.executor_identity.as_deref()),
+                Arg::OptText(r.approval_id.as_deref()),
+                Arg::OptText(r.approver.as_deref()),
+                Arg::OptText(decision),
+                Arg::OptText(r.code.as_deref()),
+                Arg::OptText(r.reason.as_deref()),
+                Arg::Int(s.total_us),
+                Arg::Int(s.policy_us),
+                Arg::Int(s.adapter_us),
+                Arg::Text(&e.prev_hash),
+                Arg::Text(&e.hash),
+                Arg::OptText(e.evidence_digest.as_deref()),
+                Arg::OptText(r.versions.agent_id.as_deref()),
+                Arg::OptText(r.versions.model.as_deref()),
+                Arg::OptText(r.versions.prompt_hash.as_deref()),
+                Arg::OptText(r.versions.tool_schema_hash.as_deref()),
+                Arg::OptText(s.agent_source),
+                Arg::OptText(s.auth),
+            ];
+            conn.execute_once(sql, &args).map_err(|e| sql_err(&e))?;
         }
         Ok(())
     }
@@ -160,55 +219,13 @@ impl Dialect for SqliteDb {
     const BYTE_ORDER: &'static str = "";
 }
 
-/// Whether a driver error is a unique violation (SQLite names no constraint: any of them).
-fn violates(e: &sqlx::Error, _unique: &str) -> bool {
-    matches!(e, sqlx::Error::Database(d) if d.is_unique_violation())
-}
-
-fn insert_sql(rows: usize) -> String {
-    let one = format!("({})", vec!["?"; WIDTH].join(", "));
-    format!("INSERT INTO audit_events ({COLUMNS}) VALUES {}", vec![one; rows].join(", "))
-}
-
-async fn insert_chunk(conn: &mut SqliteConnection, rows: &[Stored<'_>]) -> StoreResult<()> {
-    let sql = insert_sql(rows.len());
-    let mut q = sqlx::query(&sql);
-    for s in rows {
-        let (e, r) = (s.event, &s.event.record);
-        q = q
-            .bind(&r.tenant)
-            .bind(s.seq)
-            .bind(s.kind)
-            .bind(&r.call_id)
-            .bind(s.at)
-            .bind(s.at_offset)
-            .bind(&r.subject)
-            .bind(&r.run_id)
-            .bind(&r.incident)
-            .bind(&r.tool)
-            .bind(&r.policy_version)
-            .bind(&r.plan_hash)
-            .bind(&r.executor_identity)
-            .bind(&r.approval_id)
-            .bind(&r.approver)
-            .bind(&s.decision)
-            .bind(&r.code)
-            .bind(&r.reason)
-            .bind(s.total_us)
-            .bind(s.policy_us)
-            .bind(s.adapter_us)
-            .bind(&e.prev_hash)
-            .bind(&e.hash)
-            .bind(&e.evidence_digest)
-            .bind(&r.versions.agent_id)
-            .bind(&r.versions.model)
-            .bind(&r.versions.prompt_hash)
-            .bind(&r.versions.tool_schema_hash)
-            .bind(s.agent_source)
-            .bind(s.auth);
-    }
-    q.execute(conn).await.map_err(db_err)?;
-    Ok(())
+/// The one audit INSERT, built once.
+fn insert_sql() -> &'static str {
+    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SQL.get_or_init(|| {
+        let placeholders = (1..=WIDTH).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ");
+        format!("INSERT INTO audit_events ({COLUMNS}) VALUES ({placeholders})")
+    })
 }
 
 /// Takes Bridle's `synchronous=normal|full` parameter off a SQLite URL (sqlx refuses parameters
@@ -274,7 +291,6 @@ mod tests {
 
     #[test]
     fn insert_statement_has_one_placeholder_per_column() {
-        let sql = insert_sql(3);
-        assert_eq!(sql.matches('?').count(), 3 * WIDTH);
+        assert_eq!(insert_sql().matches('?').count(), WIDTH);
     }
 }

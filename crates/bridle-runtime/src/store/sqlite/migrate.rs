@@ -4,9 +4,9 @@
 //! a database written by a newer build (an unknown version) is refused rather than guessed at.
 
 use bridle_core::ports::{StoreError, StoreResult};
-use sqlx::SqlitePool;
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 
-use super::db_err;
+use super::driver::sql_err;
 
 /// One migration: version, name, SQL.
 struct Migration {
@@ -51,8 +51,7 @@ const MIGRATIONS: &[Migration] = &[
     },
 ];
 
-/// The SQL of every migration, oldest first (for a throwaway in-memory database opened by
-/// another driver).
+/// The SQL of every migration, oldest first (for a throwaway in-memory database of its own).
 pub(crate) fn scripts() -> impl Iterator<Item = &'static str> {
     MIGRATIONS.iter().map(|m| m.sql)
 }
@@ -63,11 +62,12 @@ const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
     applied_at TEXT    NOT NULL
 ) STRICT";
 
-/// Brings the schema up to date through the writer connection.
-pub(crate) async fn run(writer: &SqlitePool) -> StoreResult<()> {
-    sqlx::query(CREATE_TABLE).execute(writer).await.map_err(db_err)?;
+/// Brings the schema of `conn`'s database up to date (blocking: it waits for a concurrent
+/// opener's migration up to the connection's busy timeout).
+pub(crate) fn run(conn: &Connection) -> StoreResult<()> {
+    conn.execute_batch(CREATE_TABLE).map_err(|e| sql_err(&e))?;
     let newest: Option<i64> =
-        sqlx::query_scalar("SELECT MAX(version) FROM schema_migrations").fetch_one(writer).await.map_err(db_err)?;
+        conn.query_row("SELECT MAX(version) FROM schema_migrations", [], |r| r.get(0)).map_err(|e| sql_err(&e))?;
     let known = MIGRATIONS.iter().map(|m| m.version).max().unwrap_or(0);
     if let Some(v) = newest.filter(|v| *v > known) {
         return Err(StoreError::Unavailable(format!(
@@ -77,28 +77,22 @@ pub(crate) async fn run(writer: &SqlitePool) -> StoreResult<()> {
     for m in MIGRATIONS {
         // Each migration and its record commit together; a concurrent opener that applied it
         // first is seen under the write lock and skipped.
-        let mut tx = writer.begin_with("BEGIN IMMEDIATE").await.map_err(db_err)?;
-        let done: Option<i64> = sqlx::query_scalar("SELECT version FROM schema_migrations WHERE version = ?")
-            .bind(m.version)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db_err)?;
+        let tx = rusqlite::Transaction::new_unchecked(conn, TransactionBehavior::Immediate).map_err(|e| sql_err(&e))?;
+        let done: Option<i64> = tx
+            .query_row("SELECT version FROM schema_migrations WHERE version = ?1", [m.version], |r| r.get(0))
+            .optional()
+            .map_err(|e| sql_err(&e))?;
         if done.is_none() {
-            sqlx::raw_sql(m.sql)
-                .execute(&mut *tx)
-                .await
+            tx.execute_batch(m.sql)
                 .map_err(|e| StoreError::Unavailable(format!("migration {} `{}` failed: {e}", m.version, m.name)))?;
-            sqlx::query(
+            tx.execute(
                 "INSERT INTO schema_migrations (version, name, applied_at)
-                 VALUES (?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
+                 VALUES (?1, ?2, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
+                rusqlite::params![m.version, m.name],
             )
-            .bind(m.version)
-            .bind(m.name)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
+            .map_err(|e| sql_err(&e))?;
         }
-        tx.commit().await.map_err(db_err)?;
+        tx.commit().map_err(|e| sql_err(&e))?;
     }
     Ok(())
 }
