@@ -11,6 +11,7 @@
 //! present must match its digest. Events without a digest (written before evidence was split,
 //! or with no evidence at all) hash their whole body as before.
 
+mod canonical;
 pub mod head;
 pub mod siem;
 
@@ -19,7 +20,6 @@ use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 
 pub use crate::agents::Versions;
-use crate::plan::canonical_value_bytes;
 
 /// The hash before a tenant's first event.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -104,6 +104,18 @@ pub enum Decision {
     DryRun,
     /// Answered from the idempotency store without running anything.
     Replayed,
+}
+
+impl Decision {
+    /// Stable name (as serialized).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Executed => "executed",
+            Self::Rejected => "rejected",
+            Self::DryRun => "dry_run",
+            Self::Replayed => "replayed",
+        }
+    }
 }
 
 /// How the operator behind an approval event authenticated.
@@ -246,31 +258,17 @@ pub struct AuditEvent {
     pub hash: String,
 }
 
-#[derive(Serialize)]
-struct Hashed<'a, R: Serialize> {
-    seq: u64,
-    prev_hash: &'a str,
-    record: R,
-}
-
 /// The evidence of a record: the fields retention may drop. The digest is over
 /// `{"reason": …}` in RFC 8785 form; a field added later joins that object only when present,
 /// so digests of older events stay valid.
-#[derive(Serialize)]
-struct Evidence<'a> {
-    reason: &'a str,
-}
-
-/// The SHA-256 of a record's evidence, or `None` when it has none.
+/// The SHA-256 of a record's evidence, or `None` when it has none: the evidence is the fields
+/// retention may drop, and the digest is over `{"reason": …}` in RFC 8785 form; a field added
+/// later joins that object only when present, so digests of older events stay valid.
 pub fn evidence_digest(record: &AuditRecord) -> Option<String> {
     let reason = record.reason.as_deref()?;
-    Some(sha256_hex(&canonical(&Evidence { reason })))
-}
-
-fn canonical(value: &impl Serialize) -> Vec<u8> {
-    // INVARIANT: the canonical form of a plain struct of strings and integers always exists.
-    // AuditRecord holds strings, integers and unit enums only, so its JSON value is lossless.
-    serde_json::to_value(value).ok().and_then(|v| canonical_value_bytes(&v).ok()).unwrap_or_default()
+    let mut bytes = Vec::with_capacity(reason.len() + 16);
+    canonical::evidence(reason, &mut bytes);
+    Some(sha256_hex(&bytes))
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
@@ -282,19 +280,15 @@ fn sha256_hex(bytes: &[u8]) -> String {
 /// The hash of an event at `seq` after `prev_hash` whose whole body is hashed (no evidence
 /// digest).
 pub fn link_hash(seq: u64, prev_hash: &str, record: &AuditRecord) -> String {
-    sha256_hex(&canonical(&Hashed { seq, prev_hash, record }))
+    event_hash(seq, prev_hash, record, None)
 }
 
 /// The hash of an event at `seq` after `prev_hash`: over the whole body when `digest` is
 /// `None`, else over the metadata (the body without its evidence) and `evidence_digest`.
 pub fn event_hash(seq: u64, prev_hash: &str, record: &AuditRecord, digest: Option<&str>) -> String {
-    let Some(digest) = digest else { return link_hash(seq, prev_hash, record) };
-    let mut body = serde_json::to_value(record).unwrap_or_default();
-    if let serde_json::Value::Object(fields) = &mut body {
-        fields.remove("reason");
-        fields.insert("evidence_digest".to_owned(), serde_json::Value::String(digest.to_owned()));
-    }
-    sha256_hex(&canonical(&Hashed { seq, prev_hash, record: body }))
+    let mut bytes = Vec::with_capacity(1024);
+    canonical::hashed(seq, prev_hash, record, digest, &mut bytes);
+    sha256_hex(&bytes)
 }
 
 impl AuditEvent {
