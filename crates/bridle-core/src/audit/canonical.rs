@@ -139,27 +139,27 @@ mod tests {
         fn record()(
             texts in proptest::collection::vec(text(), 8),
             opts in proptest::collection::vec(opt(), 11),
-            kind in 0usize..3, decision in proptest::option::of(0usize..4), auth in proptest::option::of(0usize..2),
-            source in proptest::option::of(0usize..3),
+            kind in proptest::sample::select(vec![EventKind::ToolCall, EventKind::ApprovalGranted, EventKind::JobSettled]),
+            decision in proptest::option::of(proptest::sample::select(
+                vec![Decision::Executed, Decision::Rejected, Decision::DryRun, Decision::Replayed])),
+            auth in proptest::option::of(proptest::sample::select(vec![OperatorAuth::Token, OperatorAuth::As])),
+            source in proptest::option::of(proptest::sample::select(
+                vec![AgentSource::Claim, AgentSource::Principal, AgentSource::Request])),
             nanos in 0i64..4_000_000_000_000_000_000, offset in -43_200i32..43_200,
             timings in (any::<u32>(), any::<u32>(), any::<u32>()),
         ) -> AuditRecord {
-            let kinds = [EventKind::ToolCall, EventKind::ApprovalGranted, EventKind::JobSettled];
-            let decisions = [Decision::Executed, Decision::Rejected, Decision::DryRun, Decision::Replayed];
-            let auths = [OperatorAuth::Token, OperatorAuth::As];
-            let sources = [AgentSource::Claim, AgentSource::Principal, AgentSource::Request];
             let at = OffsetDateTime::from_unix_timestamp_nanos(i128::from(nanos)).unwrap_or(OffsetDateTime::UNIX_EPOCH)
                 .to_offset(time::UtcOffset::from_whole_seconds(offset / 60 * 60).unwrap_or(time::UtcOffset::UTC));
             let t = |i: usize| texts.get(i).cloned().unwrap_or_default();
             let o = |i: usize| opts.get(i).cloned().flatten();
             AuditRecord {
-                kind: kinds[kind], call_id: t(0), at, tenant: t(1), subject: t(2), run_id: t(3), incident: t(4),
+                kind, call_id: t(0), at, tenant: t(1), subject: t(2), run_id: t(3), incident: t(4),
                 tool: t(5), policy_version: t(6), plan_hash: o(0), executor_identity: o(1), approval_id: o(2),
-                approver: o(3), decision: decision.map(|d| decisions[d]), code: o(4), reason: o(5),
+                approver: o(3), decision, code: o(4), reason: o(5),
                 timings: Timings { total_us: timings.0.into(), policy_us: timings.1.into(), adapter_us: timings.2.into() },
-                auth: auth.map(|a| auths[a]),
+                auth,
                 versions: Versions { agent_id: o(6), model: o(7), prompt_hash: o(8), tool_schema_hash: o(9),
-                    agent_source: source.map(|s| sources[s]) },
+                    agent_source: source },
             }
         }
     }

@@ -134,6 +134,42 @@ macro_rules! args {
 }
 pub(crate) use args;
 
+/// How a transaction run by [`Dialect::transact`] begins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxKind {
+    /// As [`Dialect::begin`].
+    Write,
+    /// As [`Dialect::begin_admission`].
+    Admission,
+}
+
+/// What a job of [`Dialect::transact`] decided: its answer, and whether its writes are kept
+/// (committed) or undone.
+pub struct Done<T> {
+    /// The answer.
+    pub value: T,
+    /// Whether the writes are kept.
+    pub keep: bool,
+}
+
+impl<T> Done<T> {
+    /// An answer whose writes are kept.
+    pub fn kept(value: T) -> Self {
+        Self { value, keep: true }
+    }
+}
+
+/// The statements of one transaction, as a job [`Dialect::transact`] runs on a connection.
+pub type Job<'c, T> = std::pin::Pin<Box<dyn Future<Output = StoreResult<Done<T>>> + Send + 'c>>;
+
+/// `f` as a job of [`Dialect::transact`] (a closure written in place gets its signature from here).
+pub(crate) fn job<D: Dialect, T, F>(f: F) -> F
+where
+    F: for<'c> FnOnce(&'c mut D::Conn) -> Job<'c, T>,
+{
+    f
+}
+
 /// What one SQL database does its own way; the ports in `sql/` are written against it.
 ///
 /// Statements run on a [`Self::Conn`]: inside a transaction ([`Self::Tx`], begun for writing
@@ -162,6 +198,29 @@ pub trait Dialect: Send + Sync + 'static {
     fn commit(tx: Self::Tx) -> impl Future<Output = StoreResult<()>> + Send;
     /// Rolls a transaction back.
     fn rollback(tx: Self::Tx) -> impl Future<Output = StoreResult<()>> + Send;
+
+    /// Runs `job` in a write transaction of `kind` and commits it (or rolls it back when the job
+    /// fails or asks to); the job's answer once its writes are durable. A dialect may run many
+    /// callers' jobs in one transaction (SQLite's group writer); by default each job has its own.
+    fn transact<T, F>(&self, kind: TxKind, job: F) -> impl Future<Output = StoreResult<T>> + Send
+    where
+        T: Send + 'static,
+        F: for<'c> FnOnce(&'c mut Self::Conn) -> Job<'c, T> + Send + 'static,
+    {
+        async move {
+            let mut tx = match kind {
+                TxKind::Write => self.begin().await?,
+                TxKind::Admission => self.begin_admission().await?,
+            };
+            let done = job(&mut tx).await?;
+            if done.keep {
+                Self::commit(tx).await?;
+            } else {
+                Self::rollback(tx).await?;
+            }
+            Ok(done.value)
+        }
+    }
 
     /// Runs a statement; the rows it changed.
     fn execute<'a>(

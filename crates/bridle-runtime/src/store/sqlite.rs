@@ -24,7 +24,7 @@ use rusqlite::{Connection, OpenFlags};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteSynchronous};
 
 use super::sql::audit::{COLUMNS, Stored, WIDTH};
-use super::sql::{Arg, Dialect, Lock, SqlStore};
+use super::sql::{Arg, Dialect, Job, Lock, SqlStore, TxKind};
 use driver::{BUSY_TIMEOUT, Pooled, Readers, SqliteConn, SqliteRow, is_unique_violation, retrying, sql_err};
 use group::{GroupWriter, Member};
 
@@ -82,7 +82,7 @@ impl SqliteStore {
             other => other,
         })?;
         let readers = (!in_memory).then(|| Arc::new(Readers::new(options.get_filename(), READERS)));
-        let writer = GroupWriter::start(SqliteConn::new(opened)?, full);
+        let writer = GroupWriter::start(SqliteConn::new(opened)?)?;
         Ok(Self::new(SqliteDb { writer, readers }))
     }
 
@@ -131,6 +131,16 @@ impl Dialect for SqliteDb {
     async fn rollback(tx: Self::Tx) -> StoreResult<()> {
         tx.rollback();
         Ok(())
+    }
+
+    /// Queued for the group writer, which runs it in its next group (see `group.rs`): the
+    /// caller never takes the writer itself.
+    async fn transact<T, F>(&self, _kind: TxKind, job: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: for<'c> FnOnce(&'c mut Self::Conn) -> Job<'c, T> + Send + 'static,
+    {
+        self.writer.submit(move |conn| group::now(job(conn)).map(|done| (done.value, done.keep))).await
     }
 
     async fn execute<'a>(conn: &'a mut Self::Conn, sql: &'a str, args: &'a [Arg<'a>]) -> StoreResult<u64> {

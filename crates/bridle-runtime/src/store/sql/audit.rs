@@ -21,7 +21,7 @@ use bridle_core::audit::{AuditEvent, AuditRecord};
 use bridle_core::ports::{AuditLog, StoreResult};
 use time::OffsetDateTime;
 
-use super::{Dialect, Lock, SqlStore, args};
+use super::{Dialect, Done, Lock, SqlStore, TxKind, args, job};
 use crate::store::rows::{self, Columns, enum_name, to_i64, to_nanos, to_u64};
 
 /// Stored columns, in insert order.
@@ -120,10 +120,9 @@ impl<D: Dialect> AuditLog for SqlStore<D> {
         if records.is_empty() {
             return Ok(Vec::new());
         }
-        let mut tx = self.db().begin().await?;
-        let events = append_in::<D>(&mut tx, records).await?;
-        D::commit(tx).await?;
-        Ok(events)
+        let append =
+            job::<D, _, _>(move |conn| Box::pin(async move { append_in::<D>(conn, records).await.map(Done::kept) }));
+        self.db().transact(TxKind::Write, append).await
     }
 
     async fn tenants(&self) -> StoreResult<Vec<String>> {

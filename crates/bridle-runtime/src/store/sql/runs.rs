@@ -16,7 +16,7 @@ use bridle_core::ports::{RunFlags, RunLedger, StoreError, StoreResult, Taint, Ta
 use bridle_core::runs::{self, RunAdmit, RunRecord, RunRefusal};
 use time::OffsetDateTime;
 
-use super::{Dialect, SqlStore, args};
+use super::{Dialect, Done, SqlStore, TxKind, args, job};
 use crate::store::rows::{Columns, to_nanos};
 
 /// Columns of a run, in select order.
@@ -82,36 +82,77 @@ async fn read<D: Dialect>(conn: &mut D::Conn, tenant: &str, run_id: &str) -> Sto
     row.as_ref().map(crate::store::rows::run).transpose()
 }
 
+/// An admission's values, owned, for a job that may run on another task.
+struct Owned {
+    tenant: String,
+    run_id: String,
+    subject: String,
+    agent: Option<String>,
+    now: OffsetDateTime,
+    limits: runs::RunLimits,
+    lease: Option<(String, OffsetDateTime)>,
+}
+
+impl Owned {
+    fn new(a: &RunAdmit<'_>) -> Self {
+        Self {
+            tenant: a.tenant.to_owned(),
+            run_id: a.run_id.to_owned(),
+            subject: a.subject.to_owned(),
+            agent: a.agent.map(str::to_owned),
+            now: a.now,
+            limits: a.limits,
+            lease: a.lease.map(|l| (l.call_id.to_owned(), l.until)),
+        }
+    }
+
+    fn admit(&self) -> RunAdmit<'_> {
+        RunAdmit {
+            tenant: &self.tenant,
+            run_id: &self.run_id,
+            subject: &self.subject,
+            agent: self.agent.as_deref(),
+            now: self.now,
+            limits: self.limits,
+            lease: self.lease.as_ref().map(|(call_id, until)| runs::Lease { call_id, until: *until }),
+        }
+    }
+}
+
+/// One admission's statements; a refused lease undoes the call's count.
+async fn admit_in<D: Dialect>(
+    conn: &mut D::Conn,
+    admit: &RunAdmit<'_>,
+) -> StoreResult<Done<Result<RunRecord, RunRefusal>>> {
+    let a = Admission::new(admit)?;
+    let Some(record) = a.upsert::<D>(conn).await? else {
+        return Ok(Done::kept(Err(a.refusal::<D>(conn).await?)));
+    };
+    let (Some(limit), Some(lease)) = (admit.limits.concurrency, admit.lease) else {
+        return Ok(Done::kept(Ok(record)));
+    };
+    let sql = "DELETE FROM run_leases WHERE tenant = $1 AND run_id = $2 AND lapses_at <= $3";
+    D::execute(conn, sql, args![admit.tenant, admit.run_id, a.now]).await?;
+    let sql = "SELECT COUNT(*) AS n FROM run_leases WHERE tenant = $1 AND run_id = $2";
+    let in_flight = D::fetch_optional(conn, sql, args![admit.tenant, admit.run_id]).await?;
+    let in_flight = in_flight.map_or(Ok(0), |r| r.int("n"))?;
+    let in_flight = u64::try_from(in_flight).unwrap_or(0);
+    if in_flight >= u64::from(limit) {
+        // Undone: the call was not counted.
+        return Ok(Done { value: Err(RunRefusal::Busy { in_flight, limit }), keep: false });
+    }
+    let sql = "INSERT INTO run_leases (tenant, run_id, call_id, lapses_at) VALUES ($1, $2, $3, $4)";
+    let until = to_nanos("run lease", lease.until)?;
+    D::execute(conn, sql, args![admit.tenant, admit.run_id, lease.call_id, until]).await?;
+    Ok(Done::kept(Ok(record)))
+}
+
 #[async_trait]
 impl<D: Dialect> RunLedger for SqlStore<D> {
     async fn admit(&self, admit: &RunAdmit<'_>) -> StoreResult<Result<RunRecord, RunRefusal>> {
-        let a = Admission::new(admit)?;
-        let mut tx = self.db().begin_admission().await?;
-        let Some(record) = a.upsert::<D>(&mut tx).await? else {
-            let refusal = a.refusal::<D>(&mut tx).await?;
-            D::commit(tx).await?;
-            return Ok(Err(refusal));
-        };
-        let (Some(limit), Some(lease)) = (admit.limits.concurrency, admit.lease) else {
-            D::commit(tx).await?;
-            return Ok(Ok(record));
-        };
-        let sql = "DELETE FROM run_leases WHERE tenant = $1 AND run_id = $2 AND lapses_at <= $3";
-        D::execute(&mut tx, sql, args![admit.tenant, admit.run_id, a.now]).await?;
-        let sql = "SELECT COUNT(*) AS n FROM run_leases WHERE tenant = $1 AND run_id = $2";
-        let in_flight = D::fetch_optional(&mut tx, sql, args![admit.tenant, admit.run_id]).await?;
-        let in_flight = in_flight.map_or(Ok(0), |r| r.int("n"))?;
-        let in_flight = u64::try_from(in_flight).unwrap_or(0);
-        if in_flight >= u64::from(limit) {
-            // Rolled back: the call was not counted.
-            D::rollback(tx).await?;
-            return Ok(Err(RunRefusal::Busy { in_flight, limit }));
-        }
-        let sql = "INSERT INTO run_leases (tenant, run_id, call_id, lapses_at) VALUES ($1, $2, $3, $4)";
-        let until = to_nanos("run lease", lease.until)?;
-        D::execute(&mut tx, sql, args![admit.tenant, admit.run_id, lease.call_id, until]).await?;
-        D::commit(tx).await?;
-        Ok(Ok(record))
+        let owned = Owned::new(admit);
+        let admission = job::<D, _, _>(move |conn| Box::pin(async move { admit_in::<D>(conn, &owned.admit()).await }));
+        self.db().transact(TxKind::Admission, admission).await
     }
 
     async fn run(&self, tenant: &str, run_id: &str) -> StoreResult<Option<RunRecord>> {

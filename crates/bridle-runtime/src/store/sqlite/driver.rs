@@ -49,6 +49,11 @@ impl SqliteConn {
         Ok(Self { conn: Some(conn) })
     }
 
+    /// A connection that is closed: every statement on it fails.
+    pub(crate) fn closed() -> Self {
+        Self { conn: None }
+    }
+
     /// The connection, unless the store was closed.
     pub(crate) fn get(&self) -> StoreResult<&Connection> {
         self.conn.as_ref().ok_or_else(|| StoreError::Unavailable("the SQLite store is closed".to_owned()))

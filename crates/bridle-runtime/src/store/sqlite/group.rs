@@ -1,90 +1,144 @@
-//! Group commit on the SQLite writer: every write transaction of the store (audit appends,
-//! run admissions, job moves, approvals) joins ONE open database transaction as a savepoint,
-//! and a single `COMMIT` ends many of them.
+//! Group commit on the SQLite writer: every write transaction of the store joins ONE open
+//! database transaction as a savepoint, and a single `COMMIT` ends many of them.
 //!
-//! How a transaction runs: it takes the writer (a FIFO async mutex), opens the group's
-//! `BEGIN IMMEDIATE` if none is open, runs its statements inside `SAVEPOINT member` in the
-//! calling task, and at its commit releases the savepoint, records itself as waiting, lets go of
-//! the writer and wakes the committer task. The committer queues for the writer behind every
-//! transaction that asked for it first, so all of them join the group before it commits; it
-//! then commits (on the blocking pool when `synchronous=full` makes the commit fsync) and tells
-//! each member. A member's commit returns only after the `COMMIT` that holds its writes, so
-//! nothing is acknowledged before it is durable at the store's setting; a member that rolls
-//! back undoes only its savepoint. A group that reaches [`MAX_MEMBERS`] is committed by the
-//! member that filled it.
+//! Two ways in. The hot writes (audit appends, run admissions) queue a job
+//! ([`GroupWriter::submit`]); the committer, a thread of its own, takes every queued job, runs
+//! each in its own savepoint and commits them together, so a caller never waits for the writer
+//! to be handed to it, and the writer changes hands once per group. Every other write
+//! transaction ([`GroupWriter::begin`], from the generic port code) takes the writer in its task,
+//! opens the group's `BEGIN IMMEDIATE` if none is open, runs inside `SAVEPOINT member`, and at its
+//! commit releases the savepoint, lets go of the writer and wakes the committer, which commits it
+//! with the next group. Either way a caller is answered only after the `COMMIT` that holds its
+//! writes, so nothing is acknowledged before it is durable at the store's setting; a job or
+//! member that rolls back undoes only its savepoint. The committer is a thread, not a task: under
+//! load the runtime's queues hold many callers, and a task would wait behind them at every hand-over.
 //!
 //! INVARIANT: outside the writer's lock, the connection is either in autocommit mode (no group)
 //! or inside the group's transaction with no savepoint open; only the lock's holder moves it
 //! between these states.
 
-use std::sync::{Arc, Weak};
+use std::future::Future;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex as StdMutex, PoisonError};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
 
 use bridle_core::ports::{StoreError, StoreResult};
-use tokio::sync::{Mutex, Notify, OwnedMutexGuard, oneshot};
+use tokio::sync::{Mutex, OwnedMutexGuard, oneshot};
 
-use super::driver::{SqliteConn, sql_err};
+use super::driver::{BUSY_TIMEOUT, SqliteConn, is_busy, sql_err};
 
 /// Members of one group before a member commits it itself.
-pub(crate) const MAX_MEMBERS: usize = 512;
+const MAX_MEMBERS: usize = 512;
+/// Pause between attempts to begin while another connection holds SQLite's write lock.
+const BUSY_PAUSE: Duration = Duration::from_millis(1);
+
+/// What a finished member or job is told once its group's commit is known.
+type Finish = Box<dyn FnOnce(StoreResult<()>) + Send>;
+/// A queued job: runs its statements (inside a savepoint the committer opened), says whether
+/// they are kept, and what to tell its caller after the commit.
+type Queued = Box<dyn FnOnce(&mut SqliteConn) -> (bool, Finish) + Send>;
+
+/// What wakes the committer.
+enum Wake {
+    /// Run this job in the next group.
+    Job(Queued),
+    /// A member waits: commit the open group.
+    Commit,
+}
 
 /// The writer connection and the group transaction open on it.
-#[derive(Debug)]
 pub struct Writer {
     pub(crate) conn: SqliteConn,
-    /// Members that released their savepoint and wait for the group's commit.
-    waiting: Vec<oneshot::Sender<StoreResult<()>>>,
+    /// Members and jobs that released their savepoint and wait for the group's commit.
+    waiting: Vec<Finish>,
     /// Whether the group's `BEGIN IMMEDIATE` ran.
     open: bool,
-    /// Whether the commit fsyncs.
-    full: bool,
 }
 
-/// The writer of a store with its committer task.
-#[derive(Debug)]
+impl std::fmt::Debug for Writer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer").field("open", &self.open).field("waiting", &self.waiting.len()).finish()
+    }
+}
+
+/// The writer of a store and the way to its committer thread (which ends when this is dropped).
 pub(crate) struct GroupWriter {
     writer: Arc<Mutex<Writer>>,
-    wake: Arc<Notify>,
+    wake: StdMutex<mpsc::Sender<Wake>>,
 }
 
-impl Drop for GroupWriter {
-    fn drop(&mut self) {
-        // The committer holds only a weak reference: woken, it finds the writer gone and ends.
-        self.wake.notify_one();
+impl std::fmt::Debug for GroupWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupWriter").finish_non_exhaustive()
     }
 }
 
 impl GroupWriter {
-    /// Starts the committer on the current tokio runtime.
-    pub(crate) fn start(conn: SqliteConn, full: bool) -> Arc<Self> {
-        let writer = Arc::new(Mutex::new(Writer { conn, waiting: Vec::new(), open: false, full }));
-        let wake = Arc::new(Notify::new());
-        tokio::spawn(committer(Arc::downgrade(&writer), wake.clone()));
-        Arc::new(Self { writer, wake })
+    /// Starts the committer thread.
+    pub(crate) fn start(conn: SqliteConn) -> StoreResult<Arc<Self>> {
+        let writer = Arc::new(Mutex::new(Writer { conn, waiting: Vec::new(), open: false }));
+        let (tx, rx) = mpsc::channel();
+        let theirs = writer.clone();
+        std::thread::Builder::new()
+            .name("bridle-sqlite-writer".to_owned())
+            .spawn(move || committer(&theirs, &rx))
+            .map_err(|e| StoreError::Unavailable(format!("cannot start the SQLite writer: {e}")))?;
+        Ok(Arc::new(Self { writer, wake: StdMutex::new(tx) }))
+    }
+
+    fn send(&self, wake: Wake) -> Result<(), Wake> {
+        self.wake.lock().unwrap_or_else(PoisonError::into_inner).send(wake).map_err(|e| e.0)
+    }
+
+    /// Queues `job` for the committer, which runs it in its next group; its answer once that
+    /// group is committed.
+    pub(crate) async fn submit<T: Send + 'static>(
+        &self,
+        job: impl FnOnce(&mut SqliteConn) -> StoreResult<(T, bool)> + Send + 'static,
+    ) -> StoreResult<T> {
+        let (tx, rx) = oneshot::channel();
+        let queued: Queued = Box::new(move |conn| {
+            let (answer, keep) = match job(conn) {
+                Ok((value, keep)) => (Ok(value), keep),
+                Err(e) => (Err(e), false),
+            };
+            let finish: Finish = Box::new(move |committed| {
+                // Kept writes count only once committed; an undone job's answer stands alone.
+                let _ = tx.send(if keep { committed.and(answer) } else { answer });
+            });
+            (keep, finish)
+        });
+        if self.send(Wake::Job(queued)).is_err() {
+            return Err(stopped());
+        }
+        rx.await.unwrap_or_else(|_| Err(stopped()))
     }
 
     /// The writer with no group open (a pending group is committed first): for single
     /// statements in autocommit mode, and the reads of `sqlite::memory:`.
     pub(crate) async fn exclusive(&self) -> StoreResult<OwnedMutexGuard<Writer>> {
-        let guard = self.writer.clone().lock_owned().await;
-        match commit_group(guard).await {
-            (Some(guard), _) => Ok(guard),
-            (None, done) => {
-                Err(done.err().unwrap_or_else(|| StoreError::Unavailable("the SQLite writer stopped".to_owned())))
-            }
+        let mut guard = self.writer.clone().lock_owned().await;
+        if guard.open {
+            // Rare (a single statement while transactions are in flight): fsync, if any, in the task.
+            commit_group(&mut guard);
         }
+        Ok(guard)
     }
 
     /// Begins a member transaction: the writer, inside the group's transaction and a savepoint.
     pub(crate) async fn begin(self: &Arc<Self>) -> StoreResult<Member> {
         let mut guard = self.writer.clone().lock_owned().await;
-        if guard.open && guard.conn.get()?.is_autocommit() {
-            // SQLite rolled the group back on its own (an I/O error, a full disk): its members
-            // did not commit.
-            guard.open = false;
-            fail(&mut guard, &StoreError::Unavailable("the SQLite group transaction was rolled back".to_owned()));
-        }
-        if !guard.open {
-            begin_immediate(&mut guard).await?;
+        let started = Instant::now();
+        loop {
+            match open_group(&mut guard) {
+                Err(Some(e)) if is_busy(&e) && started.elapsed() < BUSY_TIMEOUT => {
+                    tokio::time::sleep(BUSY_PAUSE).await;
+                }
+                Err(Some(e)) => return Err(sql_err(&e)),
+                Err(None) => return Err(closed()),
+                Ok(()) => break,
+            }
         }
         guard.conn.batch("SAVEPOINT member").map_err(|e| sql_err(&e))?;
         Ok(Member { guard: Some(guard), group: self.clone() })
@@ -98,79 +152,117 @@ impl GroupWriter {
     }
 }
 
-/// `BEGIN IMMEDIATE`, retried after a pause while another connection holds the write lock.
-async fn begin_immediate(guard: &mut Writer) -> StoreResult<()> {
-    let started = std::time::Instant::now();
-    loop {
-        match guard.conn.batch("BEGIN IMMEDIATE") {
-            Ok(()) => {
-                guard.open = true;
-                return Ok(());
-            }
-            Err(e) if super::driver::is_busy(&e) && started.elapsed() < super::driver::BUSY_TIMEOUT => {
-                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-            }
-            Err(e) => return Err(sql_err(&e)),
-        }
+fn stopped() -> StoreError {
+    StoreError::Unavailable("the SQLite writer stopped".to_owned())
+}
+
+fn closed() -> StoreError {
+    StoreError::Unavailable("the SQLite store is closed".to_owned())
+}
+
+/// Makes sure the group's transaction is open on the writer: `Err(Some)` is SQLite's refusal
+/// (a held lock is worth another try), `Err(None)` a closed store.
+fn open_group(w: &mut Writer) -> Result<(), Option<rusqlite::Error>> {
+    let autocommit = w.conn.get().map_err(|_| None)?.is_autocommit();
+    if w.open && autocommit {
+        // SQLite rolled the group back on its own (an I/O error, a full disk): its members did
+        // not commit.
+        w.open = false;
+        fail(w, &StoreError::Unavailable("the SQLite group transaction was rolled back".to_owned()));
     }
+    if !w.open {
+        w.conn.batch("BEGIN IMMEDIATE").map_err(Some)?;
+        w.open = true;
+    }
+    Ok(())
 }
 
 fn fail(w: &mut Writer, e: &StoreError) {
-    for member in w.waiting.drain(..) {
-        let _ = member.send(Err(e.clone()));
+    for finish in w.waiting.drain(..) {
+        finish(Err(e.clone()));
     }
 }
 
-/// Commits the open group, if any, and answers its members; hands the writer back (unless the
-/// blocking pool lost it, when the runtime shuts down) with the commit's result.
-async fn commit_group(mut guard: OwnedMutexGuard<Writer>) -> (Option<OwnedMutexGuard<Writer>>, StoreResult<()>) {
-    if !guard.open {
-        return (Some(guard), Ok(()));
+/// Commits the open group, if any, and answers everyone waiting for it.
+fn commit_group(w: &mut Writer) {
+    if !w.open {
+        return;
     }
-    let (mut guard, done) = if guard.full {
-        let joined = tokio::task::spawn_blocking(move || {
-            let done = end(&mut guard);
-            (guard, done)
-        })
-        .await;
-        match joined {
-            Ok(both) => both,
-            // The members' answers went with the writer: each sees "the writer stopped".
-            Err(e) => return (None, Err(StoreError::Unavailable(format!("the SQLite commit stopped: {e}")))),
-        }
-    } else {
-        let done = end(&mut guard);
-        (guard, done)
-    };
-    match &done {
+    w.open = false;
+    match w.conn.batch("COMMIT") {
         Ok(()) => {
-            for member in guard.waiting.drain(..) {
-                let _ = member.send(Ok(()));
+            for finish in w.waiting.drain(..) {
+                finish(Ok(()));
             }
         }
-        Err(e) => fail(&mut guard, &e.clone()),
+        Err(e) => {
+            if w.conn.get().is_ok_and(|c| !c.is_autocommit()) {
+                let _ = w.conn.batch("ROLLBACK");
+            }
+            fail(w, &sql_err(&e));
+        }
     }
-    (Some(guard), done)
 }
 
-/// `COMMIT` (rolled back when it fails), leaving the connection in autocommit mode.
-fn end(w: &mut Writer) -> StoreResult<()> {
-    w.open = false;
-    let done = w.conn.batch("COMMIT").map_err(|e| sql_err(&e));
-    if done.is_err() && w.conn.get().is_ok_and(|c| !c.is_autocommit()) {
-        let _ = w.conn.batch("ROLLBACK");
+/// The committer thread: waits for work, takes the writer, runs every queued job and commits
+/// the group; ends when the store is dropped.
+fn committer(writer: &Arc<Mutex<Writer>>, wake: &mpsc::Receiver<Wake>) {
+    while let Ok(first) = wake.recv() {
+        let mut jobs = Vec::new();
+        for next in std::iter::once(first).chain(wake.try_iter()) {
+            if let Wake::Job(job) = next {
+                jobs.push(job);
+            }
+        }
+        let mut guard = writer.clone().blocking_lock_owned();
+        if !jobs.is_empty() {
+            let started = Instant::now();
+            let opened = loop {
+                match open_group(&mut guard) {
+                    Err(Some(e)) if is_busy(&e) && started.elapsed() < BUSY_TIMEOUT => std::thread::sleep(BUSY_PAUSE),
+                    Err(Some(e)) => break Err(sql_err(&e)),
+                    Err(None) => break Err(closed()),
+                    Ok(()) => break Ok(()),
+                }
+            };
+            match opened {
+                Ok(()) => jobs.into_iter().for_each(|job| run(&mut guard, job)),
+                Err(e) => {
+                    for job in jobs {
+                        // The job never runs: its statements see a closed connection.
+                        let (_, finish) = job(&mut SqliteConn::closed());
+                        finish(Err(e.clone()));
+                    }
+                }
+            }
+        }
+        commit_group(&mut guard);
     }
-    done
 }
 
-/// Commits a group once every transaction that queued for the writer before the wake-up has
-/// joined it.
-async fn committer(writer: Weak<Mutex<Writer>>, wake: Arc<Notify>) {
-    loop {
-        wake.notified().await;
-        let Some(writer) = writer.upgrade() else { return };
-        let guard = writer.lock_owned().await;
-        let _ = commit_group(guard).await;
+/// Runs one queued job in a savepoint of the open group.
+fn run(w: &mut Writer, job: Queued) {
+    if let Err(e) = w.conn.batch("SAVEPOINT member") {
+        let (_, finish) = job(&mut SqliteConn::closed());
+        finish(Err(sql_err(&e)));
+        return;
+    }
+    let (keep, finish) = job(&mut w.conn);
+    w.waiting.push(finish);
+    if !keep || w.conn.batch("RELEASE member").is_err() {
+        undo(w);
+    }
+}
+
+/// The answer of a job's statements, which on SQLite never wait inside a transaction (they run
+/// in the calling thread, and only a statement outside a transaction pauses on a held lock).
+pub(crate) fn now<T>(job: impl Future<Output = StoreResult<T>>) -> StoreResult<T> {
+    let mut job = std::pin::pin!(job);
+    match job.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(answer) => answer,
+        Poll::Pending => {
+            Err(StoreError::Unavailable("a SQLite statement waited inside a group transaction".to_owned()))
+        }
     }
 }
 
@@ -189,14 +281,18 @@ impl Member {
             return Err(sql_err(&e));
         }
         let (tx, rx) = oneshot::channel();
-        guard.waiting.push(tx);
+        guard.waiting.push(Box::new(move |committed| {
+            let _ = tx.send(committed);
+        }));
         if guard.waiting.len() >= MAX_MEMBERS {
-            let (_guard, done) = commit_group(guard).await;
-            return done;
+            commit_group(&mut guard);
+        } else {
+            drop(guard);
+            if self.group.send(Wake::Commit).is_err() {
+                return Err(stopped());
+            }
         }
-        drop(guard);
-        self.group.wake.notify_one();
-        rx.await.unwrap_or_else(|_| Err(StoreError::Unavailable("the SQLite writer stopped".to_owned())))
+        rx.await.unwrap_or_else(|_| Err(stopped()))
     }
 
     /// Undoes the member's writes; the group goes on.
@@ -207,8 +303,8 @@ impl Member {
     }
 }
 
-/// Rolls back to the member's savepoint and leaves it; a group that no member waits for is
-/// rolled back whole.
+/// Rolls back to the open savepoint and leaves it; a group that nobody waits for is rolled back
+/// whole.
 fn undo(w: &mut Writer) {
     let undone = w.conn.batch("ROLLBACK TO member; RELEASE member");
     if undone.is_err() || w.waiting.is_empty() {
