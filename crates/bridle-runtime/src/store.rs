@@ -63,6 +63,9 @@ pub struct Stores {
     /// `[audit] evidence = "metadata_only"`: records handed to a state change lose their reason
     /// (see [`Stores::evidence`]), as plain appends do through the wrapped `audit`.
     metadata_only: bool,
+    /// The backend group-commits its appends itself (SQLite's group writer): a batching layer in
+    /// front would only add a hand-over.
+    commits_in_groups: bool,
 }
 
 /// How a process anchors the audit chains' lengths (`audit/heads.rs`).
@@ -129,6 +132,7 @@ impl Stores {
             url: url.to_owned(),
             anchoring: Anchoring::Unanchored(crate::audit::Unanchored::NoKey),
             metadata_only: false,
+            commits_in_groups: false,
         }
     }
 
@@ -148,10 +152,13 @@ impl Stores {
         records
     }
 
-    /// The same stores with audit appends group-committed (at most `max_batch` per commit).
-    /// Needs a running tokio runtime.
+    /// The same stores with audit appends group-committed (at most `max_batch` per commit),
+    /// unless the backend commits in groups itself (SQLite). Needs a running tokio runtime.
     #[must_use]
     pub fn with_batched_audit(mut self, max_batch: usize) -> Self {
+        if self.commits_in_groups {
+            return self;
+        }
         self.audit = Arc::new(crate::audit::BatchingAuditLog::start(self.audit, max_batch));
         self
     }
@@ -200,7 +207,9 @@ impl Stores {
         }
         if url.starts_with("sqlite:") {
             let store = SqliteStore::open(url).await?;
-            return Ok(Self::from_backend(Arc::new(store), url));
+            let mut stores = Self::from_backend(Arc::new(store), url);
+            stores.commits_in_groups = true;
+            return Ok(stores);
         }
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             let store = PostgresStore::open(url).await?;
