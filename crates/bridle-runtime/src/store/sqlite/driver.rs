@@ -145,7 +145,13 @@ pub(crate) async fn retrying<T>(
     let started = Instant::now();
     loop {
         match attempt(conn) {
-            Err(e) if is_busy(&e) && conn.autocommit() && started.elapsed() < BUSY_TIMEOUT => {
+            // Off the runtime (the committer thread) there is no timer to pause on: the error stands.
+            Err(e)
+                if is_busy(&e)
+                    && conn.autocommit()
+                    && started.elapsed() < BUSY_TIMEOUT
+                    && tokio::runtime::Handle::try_current().is_ok() =>
+            {
                 tokio::time::sleep(BUSY_PAUSE).await;
             }
             Err(rusqlite::Error::InvalidQuery) if conn.conn.is_none() => {
