@@ -258,9 +258,6 @@ pub struct AuditEvent {
     pub hash: String,
 }
 
-/// The evidence of a record: the fields retention may drop. The digest is over
-/// `{"reason": …}` in RFC 8785 form; a field added later joins that object only when present,
-/// so digests of older events stay valid.
 /// The SHA-256 of a record's evidence, or `None` when it has none: the evidence is the fields
 /// retention may drop, and the digest is over `{"reason": …}` in RFC 8785 form; a field added
 /// later joins that object only when present, so digests of older events stay valid.

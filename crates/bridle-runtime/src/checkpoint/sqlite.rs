@@ -16,7 +16,6 @@
 //! writer, `synchronous=FULL`'s fsync) goes to the blocking pool instead, where it may wait up
 //! to the busy timeout. Both paths use the same connection behind a mutex.
 
-use std::str::FromStr;
 use std::sync::{Arc, Mutex, PoisonError, TryLockError};
 use std::time::{Duration, Instant};
 
@@ -25,13 +24,11 @@ use bridle_core::checkpoint::{Checkpoint, RunEventRow, TaskWrites, ThreadQuery, 
 use bridle_core::ports::{Checkpointer, StoreError, StoreResult};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 use serde_json::Value;
-use sqlx::sqlite::SqliteConnectOptions;
 use time::OffsetDateTime;
 
 use super::{
     Strictness, decode_checkpoint, decode_event, decode_writes, encode, prefix_end, span_of, summary, to_i64, to_step,
 };
-use crate::store::sqlite::{create_parent_dir, is_in_memory, migrate};
 
 /// How long a write waits on SQLite's lock held by another writer (the store's connection,
 /// another process) before giving up.
@@ -64,26 +61,9 @@ impl SqliteCheckpointer {
     /// names and brings its schema up to date. `Strict` makes every commit fsync
     /// (`synchronous=FULL`); `Normal` survives a process crash (WAL, `synchronous=NORMAL`).
     pub async fn open(url: &str, strictness: Strictness) -> Result<Self, StoreError> {
-        // The store's `synchronous=` parameter is not sqlx's; checkpoints keep their own strictness.
-        let (sqlx_url, _) = crate::store::sqlite::split_synchronous(url)?;
-        let options = SqliteConnectOptions::from_str(&sqlx_url)
-            .map_err(|e| StoreError::Unavailable(format!("bad SQLite URL `{url}`: {e}")))?;
-        let conn = if is_in_memory(url) {
-            let conn = Connection::open_in_memory().map_err(|e| unavailable(url, &e))?;
-            for sql in migrate::scripts() {
-                conn.execute_batch(sql).map_err(|e| unavailable(url, &e))?;
-            }
-            conn
-        } else {
-            let path = options.get_filename().to_path_buf();
-            create_parent_dir(&path)?;
-            // The schema is the store's: migrate through its runner.
-            let conn = Connection::open(&path).map_err(|e| unavailable(url, &e))?;
-            conn.pragma_update(None, "journal_mode", "WAL").map_err(|e| unavailable(url, &e))?;
-            conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| unavailable(url, &e))?;
-            migrate::run(&conn)?;
-            conn
-        };
+        // The schema is the store's, opened and migrated as the store opens it; checkpoints keep
+        // their own strictness, not the URL's `synchronous=`.
+        let conn = crate::store::sqlite::open_migrated(url)?;
         let synchronous = match strictness {
             Strictness::Normal => "NORMAL",
             Strictness::Strict => "FULL",

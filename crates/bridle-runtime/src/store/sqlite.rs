@@ -12,7 +12,7 @@
 
 pub(crate) mod driver;
 mod group;
-pub(crate) mod migrate;
+mod migrate;
 
 use std::path::Path;
 use std::str::FromStr;
@@ -50,38 +50,18 @@ impl SqliteStore {
     pub async fn open(url: &str) -> Result<Self, StoreError> {
         let (sqlx_url, synchronous) = split_synchronous(url)?;
         let full = matches!(synchronous, SqliteSynchronous::Full);
-        let options = SqliteConnectOptions::from_str(&sqlx_url)
-            .map_err(|e| StoreError::Unavailable(format!("bad SQLite URL `{url}`: {e}")))?;
-        let cannot = |e: &dyn std::fmt::Display| StoreError::Unavailable(format!("cannot open `{url}`: {e}"));
-        let in_memory = is_in_memory(url);
-        let path = options.get_filename().to_path_buf();
+        let owned = url.to_owned();
         let opened = tokio::task::spawn_blocking(move || -> StoreResult<Connection> {
-            let conn = if in_memory {
-                Connection::open_in_memory().map_err(|e| sql_err(&e))?
-            } else {
-                create_parent_dir(&path)?;
-                let flags =
-                    OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-                let conn = Connection::open_with_flags(&path, flags).map_err(|e| sql_err(&e))?;
-                conn.pragma_update(None, "journal_mode", "WAL").map_err(|e| sql_err(&e))?;
-                conn
-            };
-            conn.pragma_update(None, "foreign_keys", "ON").map_err(|e| sql_err(&e))?;
+            let conn = open_migrated(&owned)?;
             conn.pragma_update(None, "synchronous", if full { "FULL" } else { "NORMAL" }).map_err(|e| sql_err(&e))?;
-            // Opening may meet another opener's migration: wait for it here, off the runtime.
-            conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| sql_err(&e))?;
-            migrate::run(&conn)?;
             Ok(conn)
         })
         .await
-        .map_err(|e| cannot(&e))?
-        .map_err(|e| match e {
-            StoreError::Unavailable(m) if !m.starts_with("database schema") && !m.starts_with("migration") => {
-                cannot(&m)
-            }
-            other => other,
-        })?;
-        let readers = (!in_memory).then(|| Arc::new(Readers::new(options.get_filename(), READERS)));
+        .map_err(|e| StoreError::Unavailable(format!("cannot open `{url}`: {e}")))??;
+        let readers = match is_in_memory(url) {
+            true => None,
+            false => Some(Arc::new(Readers::new(options(url, &sqlx_url)?.get_filename(), READERS))),
+        };
         let writer = GroupWriter::start(SqliteConn::new(opened)?)?;
         Ok(Self::new(SqliteDb { writer, readers }))
     }
@@ -238,6 +218,36 @@ fn insert_sql() -> &'static str {
     })
 }
 
+/// sqlx's reading of a `sqlite:` URL (without Bridle's `synchronous=`), for its file name.
+fn options(url: &str, sqlx_url: &str) -> StoreResult<SqliteConnectOptions> {
+    SqliteConnectOptions::from_str(sqlx_url)
+        .map_err(|e| StoreError::Unavailable(format!("bad SQLite URL `{url}`: {e}")))
+}
+
+/// Opens (creating if missing) the database a `sqlite://PATH` or `sqlite::memory:` URL names,
+/// a file in WAL mode, and brings its schema up to date: the store's writer and the checkpointer
+/// both open through here. Blocking: it waits up to [`BUSY_TIMEOUT`] for another opener's
+/// migration, and leaves that busy timeout set.
+pub(crate) fn open_migrated(url: &str) -> StoreResult<Connection> {
+    let (sqlx_url, _) = split_synchronous(url)?;
+    let cannot = |e: &dyn std::fmt::Display| StoreError::Unavailable(format!("cannot open `{url}`: {e}"));
+    let conn = if is_in_memory(url) {
+        Connection::open_in_memory().map_err(|e| cannot(&e))?
+    } else {
+        let options = options(url, &sqlx_url)?;
+        let path = options.get_filename();
+        create_parent_dir(path)?;
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags).map_err(|e| cannot(&e))?;
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(|e| cannot(&e))?;
+        conn
+    };
+    conn.pragma_update(None, "foreign_keys", "ON").map_err(|e| cannot(&e))?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| cannot(&e))?;
+    migrate::run(&conn)?;
+    Ok(conn)
+}
+
 /// Takes Bridle's `synchronous=normal|full` parameter off a SQLite URL (sqlx refuses parameters
 /// it does not know): the URL for sqlx and the writer's `synchronous` pragma.
 pub(crate) fn split_synchronous(url: &str) -> StoreResult<(String, SqliteSynchronous)> {
@@ -278,7 +288,7 @@ pub(crate) fn is_in_memory(url: &str) -> bool {
     database == ":memory:" || params.split('&').any(|p| p == "mode=memory")
 }
 
-pub(crate) fn create_parent_dir(file: &Path) -> StoreResult<()> {
+fn create_parent_dir(file: &Path) -> StoreResult<()> {
     match file.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => std::fs::create_dir_all(dir)
             .map_err(|e| StoreError::Unavailable(format!("cannot create `{}`: {e}", dir.display()))),

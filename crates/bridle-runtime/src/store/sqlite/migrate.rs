@@ -51,11 +51,6 @@ const MIGRATIONS: &[Migration] = &[
     },
 ];
 
-/// The SQL of every migration, oldest first (for a throwaway in-memory database of its own).
-pub(crate) fn scripts() -> impl Iterator<Item = &'static str> {
-    MIGRATIONS.iter().map(|m| m.sql)
-}
-
 const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
     version    INTEGER NOT NULL PRIMARY KEY,
     name       TEXT    NOT NULL,
