@@ -3,7 +3,10 @@
 //! Principal × action (the tool) × resource (tenant/kind/name) × context (scope, mode, risk,
 //! arguments). Default deny, forbid overrides permit, and any evaluation error denies: a policy
 //! that could not be evaluated never lets a call through. Entities are cached per principal,
-//! tool and resource, so a call does not rebuild them.
+//! tool and resource, so a call does not rebuild them, and each tool is authorized against only
+//! the policies whose action scope can match it (its slice, cut once at load): Cedar evaluates
+//! every policy it is given, and a policy scoped to other actions can only evaluate to "does not
+//! apply", so leaving it out changes no decision, reason or error.
 
 mod entities;
 mod expectations;
@@ -12,7 +15,10 @@ use std::collections::HashMap;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 
-use cedar_policy::{Authorizer, Context, Entities, PolicyId, PolicySet, Request, Schema, ValidationMode, Validator};
+use cedar_policy::{
+    ActionConstraint, Authorizer, Context, Entities, EntityUid, PolicyId, PolicySet, Request, Schema, ValidationMode,
+    Validator,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -58,6 +64,8 @@ pub struct PolicySource {
 /// A loaded, validated policy set with its schema.
 pub struct PolicyEngine {
     policies: PolicySet,
+    /// Per registered tool, the policies whose action scope can match its action.
+    slices: HashMap<String, PolicySet>,
     schema: Schema,
     version: String,
     action_entities: Entities,
@@ -147,8 +155,13 @@ impl PolicyEngine {
             return Err(errors);
         }
         let version = version.map_or_else(|| content_version(schema_text, sources), str::to_owned);
+        let slices = match slices(&policies, registry, &types, &action_entities) {
+            Ok(s) => s,
+            Err(e) => return Err(vec![e]),
+        };
         Ok(Self {
             policies,
+            slices,
             schema,
             version,
             action_entities,
@@ -201,7 +214,13 @@ impl PolicyEngine {
             Ok(r) => r,
             Err(e) => return PolicyDecision::deny_with(format!("request: {e}")),
         };
-        let response = self.authorizer.is_authorized(&request, &self.policies, &entities);
+        let policies = self.slices.get(&tool.name).unwrap_or(&self.policies);
+        self.decide(&request, policies, &entities)
+    }
+
+    /// Cedar's answer as a decision: any error denies.
+    fn decide(&self, request: &Request, policies: &PolicySet, entities: &Entities) -> PolicyDecision {
+        let response = self.authorizer.is_authorized(request, policies, entities);
         let errors: Vec<String> = response.diagnostics().errors().map(ToString::to_string).collect();
         let mut deciding: Vec<String> = response.diagnostics().reason().map(ToString::to_string).collect();
         deciding.sort_unstable();
@@ -245,6 +264,35 @@ impl PolicyEngine {
     }
 }
 
+/// Each registered tool's slice: the policies whose action scope matches its action (any action,
+/// the action itself, or a group it is in by the schema's action hierarchy, which is the only
+/// hierarchy an action has at evaluation).
+fn slices(
+    policies: &PolicySet,
+    registry: &Registry,
+    types: &entities::Types,
+    actions: &Entities,
+) -> Result<HashMap<String, PolicySet>, String> {
+    let mut out = HashMap::new();
+    for tool in registry.iter() {
+        let action = types.action_uid(&tool.name);
+        let within = |group: &EntityUid| group == &action || actions.is_ancestor_of(group, &action);
+        let mut slice = PolicySet::new();
+        for policy in policies.policies() {
+            let applies = match policy.action_constraint() {
+                ActionConstraint::Any => true,
+                ActionConstraint::Eq(uid) => uid == action,
+                ActionConstraint::In(groups) => groups.iter().any(within),
+            };
+            if applies {
+                slice.add(policy.clone()).map_err(|e| format!("policy slice of `{}`: {e}", tool.name))?;
+            }
+        }
+        out.insert(tool.name.clone(), slice);
+    }
+    Ok(out)
+}
+
 /// `Ok` when `text` is small and shallow enough for Cedar's parser.
 fn bounded(text: &str, syntax: nesting::Syntax) -> Result<(), String> {
     if text.len() > MAX_TEXT_BYTES {
@@ -265,4 +313,83 @@ fn content_version(schema_text: &str, sources: &[PolicySource]) -> String {
     }
     let hex = hex::encode(h.finalize());
     format!("sha256:{}", hex.get(..12).unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::config::load;
+
+    fn read(path: &str) -> Result<String, String> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/checkout");
+        std::fs::read_to_string(dir.join(path)).map_err(|e| e.to_string())
+    }
+
+    /// Policies of every action-scope shape: any action, one action, a group, a list naming a
+    /// group and an action, and a forbid on a group.
+    const SHAPES: &str = r#"
+        @id("any") permit (principal, action, resource) when { principal.scopes.contains("all") };
+        @id("eq") permit (principal, action == Bridle::Action::"calculate", resource);
+        @id("group") permit (principal, action in Bridle::Action::"read", resource)
+          when { context.arguments has service && context.arguments.service == "checkout" };
+        @id("list") permit (principal, action in [Bridle::Action::"workbench", Bridle::Action::"scale_replicas"], resource)
+          when { context.arguments has replicas && context.arguments.replicas > 2 };
+        @id("no-payments") forbid (principal, action in Bridle::Action::"change", resource)
+          when { resource.name == "payments" };
+        @id("overflow") forbid (principal, action == Bridle::Action::"scale_replicas", resource)
+          when { context.arguments.replicas > 2 && context.arguments.replicas * 4611686018427387904 > 0 };
+    "#;
+
+    #[test]
+    fn each_tool_is_decided_by_its_slice_exactly_as_by_every_policy() {
+        let config = load(&read("bridle.toml").unwrap_or_default(), &read).unwrap_or_else(|e| unreachable!("{e}"));
+        let schema = read("policies/bridle.cedarschema").unwrap_or_default();
+        let sources = [PolicySource { name: "shapes".into(), text: SHAPES.into() }];
+        let engine =
+            PolicyEngine::load(&schema, &sources, &config.registry, None).unwrap_or_else(|e| unreachable!("{e:?}"));
+        let slice = |tool: &str| engine.slices.get(tool).map(|s| s.policies().map(|p| p.id().to_string()).collect());
+        let mut ids: Vec<String> = slice("scale_replicas").unwrap_or_default();
+        ids.sort_unstable();
+        assert_eq!(ids, ["any", "list", "no-payments", "overflow"]);
+        let principals = [
+            Principal::new("a", "tenant-a", &["checkout"], &["all"]),
+            Principal::new("b", "tenant-a", &["checkout", "payments"], &["service:read"]),
+        ];
+        let arguments = [
+            json!({"service": "checkout", "replicas": 3, "resource_version": 7}),
+            json!({"service": "payments", "replicas": 1, "resource_version": 7}),
+            json!({"service": "checkout", "query": "x", "expression": "1+1", "value": 1, "from": "m", "to": "km"}),
+        ];
+        let (mut allowed, mut denied, mut errored) = (0, 0, 0);
+        for tool in config.registry.iter() {
+            for p in &principals {
+                for args in &arguments {
+                    let sliced = engine.authorize(p, tool, args);
+                    let (kind, name) = tool.resource_of(&p.tenant, args);
+                    let resource = entities::Resource { tenant: &p.tenant, kind: &kind, name: &name };
+                    let all = engine.entities(p, &tool.name, &resource).map(|entities| {
+                        let context = entities::context(tool, args)
+                            .and_then(|c| Context::from_pairs(c).map_err(|e| e.to_string()));
+                        let request = Request::new(
+                            engine.types.principal_uid(p),
+                            engine.types.action_uid(&tool.name),
+                            engine.types.resource_uid(&resource),
+                            context.unwrap_or_else(|e| unreachable!("{e}")),
+                            None,
+                        )
+                        .unwrap_or_else(|e| unreachable!("{e}"));
+                        engine.decide(&request, &engine.policies, &entities)
+                    });
+                    assert_eq!(Ok(&sliced), all.as_ref(), "{} for {} with {args}", tool.name, p.subject);
+                    allowed += usize::from(sliced.allowed);
+                    denied += usize::from(!sliced.allowed && sliced.errors.is_empty());
+                    errored += usize::from(!sliced.errors.is_empty());
+                }
+            }
+        }
+        // The cases reach allows, denials and evaluation errors alike.
+        assert!(allowed > 0 && denied > 0 && errored > 0, "{allowed} {denied} {errored}");
+    }
 }

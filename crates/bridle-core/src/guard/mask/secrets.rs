@@ -7,6 +7,14 @@ use regex::Regex;
 use super::Finding;
 use crate::guard::GuardError;
 
+/// A private key block: its head, then up to 8 KiB of body to its end line when there is one.
+const PRIVATE_KEY: &str = r"-----BEGIN[ A-Z0-9]{0,20}PRIVATE KEY(?: BLOCK)?-----(?s:.{0,8192}?-----END[ A-Z0-9]{0,20}PRIVATE KEY(?: BLOCK)?-----)?";
+/// What every private key match starts with: its form in the masker's set (the 8 KiB body would
+/// make the set's automaton thousands of states larger and tells the set nothing more).
+const PRIVATE_KEY_HEAD: &str = r"-----BEGIN[ A-Z0-9]{0,20}PRIVATE KEY(?: BLOCK)?-----";
+/// A run of token characters, the candidates for the entropy rules.
+const TOKEN: &str = r"[A-Za-z0-9_\-+/.~:]{12,}={0,3}";
+
 const RULES: &[(&str, &str)] = &[
     ("aws_access_key", r"\b(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b"),
     ("github_token", r"\b(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255})"),
@@ -16,10 +24,7 @@ const RULES: &[(&str, &str)] = &[
     ("google_api_key", r"\bAIza[0-9A-Za-z_-]{30,40}"),
     ("openai_key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
     ("jwt", r"\beyJ[A-Za-z0-9_-]{6,}\.eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}"),
-    (
-        "private_key",
-        r"-----BEGIN[ A-Z0-9]{0,20}PRIVATE KEY(?: BLOCK)?-----(?s:.{0,8192}?-----END[ A-Z0-9]{0,20}PRIVATE KEY(?: BLOCK)?-----)?",
-    ),
+    ("private_key", PRIVATE_KEY),
     ("connection_string", r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@]{1,64}:[^\s@/]{1,128}@[^\s/]{2,}"),
     ("age_secret_key", r"\bAGE-SECRET-KEY-1[0-9A-Z]{50,}"),
     ("prefixed_token", r"\b[a-z][a-z0-9]{1,14}_(?:[a-z0-9]{1,8}_)?[A-Za-z0-9]{20,}\b"),
@@ -70,7 +75,7 @@ impl Secrets {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Self {
             rules,
-            token: Regex::new(r"[A-Za-z0-9_\-+/.~:]{12,}={0,3}").map_err(|e| err("token", e.to_string()))?,
+            token: Regex::new(TOKEN).map_err(|e| err("token", e.to_string()))?,
             keywords: AhoCorasickBuilder::new()
                 .ascii_case_insensitive(true)
                 .build(KEYWORDS)
@@ -78,15 +83,30 @@ impl Secrets {
         })
     }
 
-    pub fn find(&self, text: &str) -> Vec<Finding> {
+    /// The patterns a text must match somewhere for [`Self::find`] to find anything, in the
+    /// order `find`'s `may_match` numbers them: each rule (in a form every match of it matches),
+    /// then the token candidates.
+    pub fn filter_patterns() -> impl Iterator<Item = &'static str> {
+        RULES.iter().map(|(_, p)| if *p == PRIVATE_KEY { PRIVATE_KEY_HEAD } else { p }).chain([TOKEN])
+    }
+
+    /// Every secret in `text`, running only the patterns `may_match` (by their index in
+    /// [`Self::filter_patterns`]) says can match it: a pattern it rules out finds nothing.
+    pub fn find(&self, text: &str, may_match: impl Fn(usize) -> bool) -> Vec<Finding> {
         let mut out = Vec::new();
-        for (name, re) in &self.rules {
+        for (i, (name, re)) in self.rules.iter().enumerate() {
+            if !may_match(i) {
+                continue;
+            }
             for m in re.find_iter(text) {
                 if *name == "prefixed_token" && m.as_str().rsplit('_').next().is_none_or(|tail| entropy(tail) < 3.0) {
                     continue;
                 }
                 out.push(Finding { kind: format!("secret:{name}"), start: m.start(), end: m.end() });
             }
+        }
+        if !may_match(self.rules.len()) {
+            return out;
         }
         for m in self.token.find_iter(text) {
             let token = m.as_str();
@@ -174,7 +194,7 @@ mod tests {
     #[test]
     fn finds_known_shapes_and_keyed_tokens() {
         let s = Secrets::new().unwrap_or_else(|e| unreachable!("{e}"));
-        let kinds = |t: &str| s.find(t).into_iter().map(|f| f.kind).collect::<Vec<_>>();
+        let kinds = |t: &str| s.find(t, |_| true).into_iter().map(|f| f.kind).collect::<Vec<_>>();
         assert!(kinds("key AKIAABCDEFGHIJKLMNOP here").contains(&"secret:aws_access_key".to_owned()));
         assert!(
             kinds("postgres://app:hunter2pass@db.internal:5432/app").contains(&"secret:connection_string".to_owned())
