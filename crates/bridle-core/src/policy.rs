@@ -12,6 +12,7 @@ mod entities;
 mod expectations;
 
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 
@@ -19,6 +20,7 @@ use cedar_policy::{
     ActionConstraint, Authorizer, Context, Entities, EntityUid, PolicyId, PolicySet, Request, Schema, ValidationMode,
     Validator,
 };
+use hashbrown::{DefaultHashBuilder, HashTable};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -71,7 +73,28 @@ pub struct PolicyEngine {
     action_entities: Entities,
     authorizer: Authorizer,
     types: entities::Types,
-    cache: Mutex<HashMap<String, Arc<Entities>>>,
+    /// Entity sets by principal, tool and resource, compared whole (no key text to build or
+    /// to collide).
+    cache: Mutex<HashTable<Cached>>,
+    hasher: DefaultHashBuilder,
+}
+
+/// One cached entity set and what it was built from.
+struct Cached {
+    principal: Principal,
+    tool: String,
+    resource: [String; 3],
+    entities: Arc<Entities>,
+}
+
+/// What a cached entity set is looked up by: principal, tool, and resource tenant, kind and name.
+type CacheKey<'a> = (&'a Principal, &'a str, &'a str, &'a str, &'a str);
+
+impl Cached {
+    fn key(&self) -> CacheKey<'_> {
+        let [tenant, kind, name] = &self.resource;
+        (&self.principal, &self.tool, tenant, kind, name)
+    }
 }
 
 impl std::fmt::Debug for PolicyEngine {
@@ -167,7 +190,8 @@ impl PolicyEngine {
             action_entities,
             authorizer: Authorizer::new(),
             types,
-            cache: Mutex::new(HashMap::new()),
+            cache: Mutex::new(HashTable::new()),
+            hasher: DefaultHashBuilder::default(),
         })
     }
 
@@ -236,24 +260,25 @@ impl PolicyEngine {
         tool: &str,
         resource: &entities::Resource<'_>,
     ) -> Result<Arc<Entities>, String> {
-        let key = format!(
-            "{}\u{1e}{tool}\u{1e}{}\u{1f}{}\u{1f}{}",
-            principal.cache_key(),
-            resource.tenant,
-            resource.kind,
-            resource.name
-        );
+        let key = (principal, tool, resource.tenant, resource.kind, resource.name);
+        let hash = self.hasher.hash_one(key);
         if let Ok(cache) = self.cache.lock()
-            && let Some(hit) = cache.get(&key)
+            && let Some(hit) = cache.find(hash, |c| c.key() == key)
         {
-            return Ok(Arc::clone(hit));
+            return Ok(Arc::clone(&hit.entities));
         }
         let built = Arc::new(entities::build(&self.types, principal, resource, &self.action_entities, &self.schema)?);
         if let Ok(mut cache) = self.cache.lock() {
             if cache.len() >= CACHE_LIMIT {
                 cache.clear();
             }
-            cache.insert(key, Arc::clone(&built));
+            let cached = Cached {
+                principal: principal.clone(),
+                tool: tool.to_owned(),
+                resource: [resource.tenant.to_owned(), resource.kind.to_owned(), resource.name.to_owned()],
+                entities: Arc::clone(&built),
+            };
+            cache.insert_unique(hash, cached, |c| self.hasher.hash_one(c.key()));
         }
         Ok(built)
     }

@@ -47,19 +47,6 @@ impl Principal {
     pub fn has_scope(&self, scope: &str) -> bool {
         self.scopes.contains(scope)
     }
-
-    /// A stable key for caches: changes whenever any attribute changes.
-    pub fn cache_key(&self) -> String {
-        let join = |set: &BTreeSet<String>| set.iter().cloned().collect::<Vec<_>>().join(",");
-        let agent = self.agent.as_deref().unwrap_or("");
-        format!(
-            "{}\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{agent}",
-            self.subject,
-            self.tenant,
-            join(&self.services),
-            join(&self.scopes)
-        )
-    }
 }
 
 /// The run a call belongs to, as its caller drives it. The run's record, its limits and its taint

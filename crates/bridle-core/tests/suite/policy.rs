@@ -55,3 +55,16 @@ fn cache_does_not_leak_between_principals() {
     assert!(c.policy.authorize(&a, tool, &json!({"service": "checkout"})).allowed);
     assert!(!c.policy.authorize(&b, tool, &json!({"service": "checkout"})).allowed);
 }
+
+#[test]
+fn cache_tells_apart_principals_whose_sets_would_join_alike() {
+    let c = checkout();
+    let tool = c.registry.get("get_service_snapshot").unwrap();
+    // Joined with commas, both service sets read `a,checkout`: a cache keyed by such text would
+    // hand the second principal the first one's entities.
+    let joined = Principal::new("same", "tenant-a", &["a,checkout"], &["service:read"]);
+    let apart = Principal::new("same", "tenant-a", &["a", "checkout"], &["service:read"]);
+    assert!(!c.policy.authorize(&joined, tool, &json!({"service": "checkout"})).allowed);
+    assert!(c.policy.authorize(&apart, tool, &json!({"service": "checkout"})).allowed);
+    assert!(!c.policy.authorize(&joined, tool, &json!({"service": "checkout"})).allowed);
+}
