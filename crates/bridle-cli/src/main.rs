@@ -8,10 +8,6 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use commands::Global;
 
-/// mimalloc: a gate call makes a few hundred small allocations (BENCHMARKS.md, "Allocator").
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// Bridle: a model only proposes a tool call; Bridle decides, in code, whether it may run.
 #[derive(Debug, Parser)]
 #[command(name = "bridle", version, about)]

@@ -31,10 +31,6 @@ use criterion::{BenchmarkGroup, Criterion, Throughput, measurement::WallTime};
 use serde_json::json;
 use tokio::runtime::Runtime;
 
-/// The `bridle` binary's allocator, so the figures are the binary's.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// Concurrent callers in the throughput benchmarks.
 const TASKS: u64 = 128;
 /// Largest batch the group-committing audit writer commits at once.
