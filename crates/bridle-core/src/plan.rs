@@ -58,9 +58,30 @@ impl Plan {
 
     /// SHA-256 of the RFC 8785 canonical JSON of this plan.
     pub fn hash(&self) -> Result<PlanHash, CanonicalError> {
-        let value = serde_json::to_value(self).map_err(|e| CanonicalError(e.to_string()))?;
-        let bytes = canonical_value_bytes(&value)?;
-        Ok(PlanHash(hex::encode(Sha256::digest(&bytes))))
+        Ok(PlanHash(hex::encode(Sha256::digest(self.canonical()?))))
+    }
+
+    /// The plan's RFC 8785 form, written field by field in the canonical order of its (ASCII)
+    /// names: the bytes [`canonical_bytes`] gives for the plan, without first copying it into a
+    /// JSON value.
+    fn canonical(&self) -> Result<Vec<u8>, CanonicalError> {
+        let mut out = Vec::with_capacity(512);
+        out.extend_from_slice(b"{\"arguments\":");
+        write_canonical(&self.arguments, &mut out)?;
+        for (name, text) in [
+            ("incident", &self.incident),
+            ("run_id", &self.run_id),
+            ("subject", &self.subject),
+            ("tenant", &self.tenant),
+            ("tool", &self.tool),
+        ] {
+            out.extend_from_slice(b",\"");
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b"\":");
+            serde_json::to_writer(&mut out, text).map_err(|e| CanonicalError(e.to_string()))?;
+        }
+        out.push(b'}');
+        Ok(out)
     }
 }
 
@@ -160,6 +181,18 @@ mod tests {
     }
 
     proptest::proptest! {
+        #[test]
+        fn a_plan_is_written_as_the_canonicalizer_writes_it(
+            arguments in json_value(),
+            texts in proptest::collection::vec("[a-zA-Z0-9_\\-\u{0}-\u{1f}\"\\\\\u{e9}\u{2028}\u{1f600}]{0,8}", 5)
+        ) {
+            let field = |i: usize| texts.get(i).cloned().unwrap_or_default();
+            let p = Plan { tool: field(0), arguments, tenant: field(1), subject: field(2), incident: field(3), run_id: field(4) };
+            let fast = p.canonical().map_err(|e| proptest::test_runner::TestCaseError::fail(e.to_string()))?;
+            let slow = canonical_bytes(&p).map_err(|e| proptest::test_runner::TestCaseError::fail(e.to_string()))?;
+            proptest::prop_assert_eq!(String::from_utf8_lossy(&fast), String::from_utf8_lossy(&slow));
+        }
+
         #[test]
         fn value_fast_path_matches_the_canonicalizer(v in json_value()) {
             let fast = canonical_value_bytes(&v).map_err(|e| proptest::test_runner::TestCaseError::fail(e.to_string()))?;
