@@ -178,10 +178,7 @@ impl PolicyEngine {
             return Err(errors);
         }
         let version = version.map_or_else(|| content_version(schema_text, sources), str::to_owned);
-        let slices = match slices(&policies, registry, &types, &action_entities) {
-            Ok(s) => s,
-            Err(e) => return Err(vec![e]),
-        };
+        let slices = slices(&policies, registry, &types, &action_entities).map_err(|e| vec![e])?;
         Ok(Self {
             policies,
             slices,
@@ -217,7 +214,20 @@ impl PolicyEngine {
         name: &str,
     ) -> PolicyDecision {
         let resource = entities::Resource { tenant: resource_tenant, kind, name };
-        let entities = match self.entities(principal, &tool.name, &resource) {
+        let policies = self.slices.get(&tool.name).unwrap_or(&self.policies);
+        self.authorize_with(policies, principal, tool, arguments, &resource)
+    }
+
+    /// Decides the call against `policies` (a tool's slice, or in tests the whole set).
+    fn authorize_with(
+        &self,
+        policies: &PolicySet,
+        principal: &Principal,
+        tool: &ToolContract,
+        arguments: &Value,
+        resource: &entities::Resource<'_>,
+    ) -> PolicyDecision {
+        let entities = match self.entities(principal, &tool.name, resource) {
             Ok(e) => e,
             Err(e) => return PolicyDecision::deny_with(e),
         };
@@ -231,20 +241,14 @@ impl PolicyEngine {
         let request = match Request::new(
             self.types.principal_uid(principal),
             self.types.action_uid(&tool.name),
-            self.types.resource_uid(&resource),
+            self.types.resource_uid(resource),
             context,
             None,
         ) {
             Ok(r) => r,
             Err(e) => return PolicyDecision::deny_with(format!("request: {e}")),
         };
-        let policies = self.slices.get(&tool.name).unwrap_or(&self.policies);
-        self.decide(&request, policies, &entities)
-    }
-
-    /// Cedar's answer as a decision: any error denies.
-    fn decide(&self, request: &Request, policies: &PolicySet, entities: &Entities) -> PolicyDecision {
-        let response = self.authorizer.is_authorized(request, policies, entities);
+        let response = self.authorizer.is_authorized(&request, policies, &entities);
         let errors: Vec<String> = response.diagnostics().errors().map(ToString::to_string).collect();
         let mut deciding: Vec<String> = response.diagnostics().reason().map(ToString::to_string).collect();
         deciding.sort_unstable();
@@ -394,20 +398,8 @@ mod tests {
                     let sliced = engine.authorize(p, tool, args);
                     let (kind, name) = tool.resource_of(&p.tenant, args);
                     let resource = entities::Resource { tenant: &p.tenant, kind: &kind, name: &name };
-                    let all = engine.entities(p, &tool.name, &resource).map(|entities| {
-                        let context = entities::context(tool, args)
-                            .and_then(|c| Context::from_pairs(c).map_err(|e| e.to_string()));
-                        let request = Request::new(
-                            engine.types.principal_uid(p),
-                            engine.types.action_uid(&tool.name),
-                            engine.types.resource_uid(&resource),
-                            context.unwrap_or_else(|e| unreachable!("{e}")),
-                            None,
-                        )
-                        .unwrap_or_else(|e| unreachable!("{e}"));
-                        engine.decide(&request, &engine.policies, &entities)
-                    });
-                    assert_eq!(Ok(&sliced), all.as_ref(), "{} for {} with {args}", tool.name, p.subject);
+                    let all = engine.authorize_with(&engine.policies, p, tool, args, &resource);
+                    assert_eq!(sliced, all, "{} for {} with {args}", tool.name, p.subject);
                     allowed += usize::from(sliced.allowed);
                     denied += usize::from(!sliced.allowed && sliced.errors.is_empty());
                     errored += usize::from(!sliced.errors.is_empty());
