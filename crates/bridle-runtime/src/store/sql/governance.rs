@@ -64,16 +64,28 @@ impl<D: Dialect> KillSwitches for SqlStore<D> {
     }
 
     async fn kill_covering(&self, tenant: &str, agent: Option<&str>) -> StoreResult<Option<KillSwitch>> {
-        // A call on no agent's behalf is covered only by switches for every agent ('').
+        // The (at most four) scopes that can cover the call, each a primary-key probe; the
+        // earliest is picked here. `IN (…)` lists and `ORDER BY` would build SQLite temporary
+        // B-trees on every call. A call on no agent's behalf is covered only by switches for
+        // every agent ('').
         let sql = format!(
-            "SELECT {KILL_COLUMNS} FROM kill_switches
-             WHERE scope_tenant IN ('', $1) AND scope_agent IN ('', $2)
-             ORDER BY set_at, scope_tenant, scope_agent LIMIT 1"
+            "SELECT {KILL_COLUMNS} FROM kill_switches WHERE scope_tenant = '' AND scope_agent = ''
+             UNION ALL SELECT {KILL_COLUMNS} FROM kill_switches WHERE scope_tenant = '' AND scope_agent = $2
+             UNION ALL SELECT {KILL_COLUMNS} FROM kill_switches WHERE scope_tenant = $1 AND scope_agent = ''
+             UNION ALL SELECT {KILL_COLUMNS} FROM kill_switches WHERE scope_tenant = $1 AND scope_agent = $2"
         );
         let mut conn = self.db().read().await?;
-        let row = D::fetch_optional(&mut conn, &sql, args![tenant, agent.unwrap_or("")]).await?;
-        row.as_ref().map(kill_switch).transpose()
+        let rows = D::fetch_all(&mut conn, &sql, args![tenant, agent.unwrap_or("")]).await?;
+        let mut covering = rows.iter().map(kill_switch).collect::<StoreResult<Vec<_>>>()?;
+        covering.retain(|s| s.scope.covers(tenant, agent));
+        // As `active_kills` orders them: the earliest set first.
+        Ok(covering.into_iter().min_by(|a, b| kill_order(a).cmp(&kill_order(b))))
     }
+}
+
+/// The order of [`KillSwitches::active_kills`]: set time, then tenant and agent scope ('' first).
+fn kill_order(s: &KillSwitch) -> (OffsetDateTime, &str, &str) {
+    (s.set_at, s.scope.tenant.as_deref().unwrap_or(""), s.scope.agent.as_deref().unwrap_or(""))
 }
 
 #[async_trait]
