@@ -271,7 +271,15 @@ pub fn evidence_digest(record: &AuditRecord) -> Option<String> {
 fn sha256_hex(bytes: &[u8]) -> String {
     let mut h = Sha256::new();
     h.update(bytes);
-    hex::encode(h.finalize())
+    hex_digest(h)
+}
+
+/// The lowercase hex of a finished SHA-256.
+fn hex_digest(h: Sha256) -> String {
+    let mut out = [0u8; 64];
+    // 32 bytes always fit 64 hex digits, which are ASCII.
+    let _ = hex::encode_to_slice(h.finalize(), &mut out);
+    out.iter().map(|&b| char::from(b)).collect()
 }
 
 /// The hash of an event at `seq` after `prev_hash` whose whole body is hashed (no evidence
@@ -288,16 +296,53 @@ pub fn event_hash(seq: u64, prev_hash: &str, record: &AuditRecord, digest: Optio
     sha256_hex(&bytes)
 }
 
-impl AuditEvent {
-    /// Chains `record` after the event with `prev` (seq, hash), or at the start.
-    pub fn chain(record: AuditRecord, prev: Option<(u64, &str)>) -> Self {
+/// A record made ready to be chained: its evidence digest and the canonical bytes of its body
+/// computed before the chain's head is known, so that appending it only links and hashes (the
+/// SQLite writer chains every caller's events on one thread; this work stays with the callers).
+#[derive(Debug, Clone)]
+pub struct Unchained {
+    record: AuditRecord,
+    evidence_digest: Option<String>,
+    body: Vec<u8>,
+}
+
+impl Unchained {
+    /// Prepares `record` as it is, so mask it first.
+    pub fn new(record: AuditRecord) -> Self {
+        let evidence_digest = evidence_digest(&record);
+        let mut body = Vec::with_capacity(1024);
+        canonical::body(&record, evidence_digest.as_deref(), &mut body);
+        Self { record, evidence_digest, body }
+    }
+
+    /// The record.
+    pub fn record(&self) -> &AuditRecord {
+        &self.record
+    }
+
+    /// Chains the record after the event with `prev` (seq, hash), or at the start: the bytes
+    /// [`event_hash`] covers, hashed without writing the body again.
+    pub fn chain(self, prev: Option<(u64, &str)>) -> AuditEvent {
         let (seq, prev_hash) = match prev {
             Some((s, h)) => (s + 1, h.to_owned()),
             None => (1, GENESIS.to_owned()),
         };
-        let evidence_digest = evidence_digest(&record);
-        let hash = event_hash(seq, &prev_hash, &record, evidence_digest.as_deref());
-        Self { seq, record, evidence_digest, prev_hash, hash }
+        let mut edge = Vec::with_capacity(128);
+        canonical::head(&prev_hash, &mut edge);
+        let mut h = Sha256::new();
+        h.update(&edge);
+        h.update(&self.body);
+        edge.clear();
+        canonical::tail(seq, &mut edge);
+        h.update(&edge);
+        AuditEvent { seq, record: self.record, evidence_digest: self.evidence_digest, prev_hash, hash: hex_digest(h) }
+    }
+}
+
+impl AuditEvent {
+    /// Chains `record` after the event with `prev` (seq, hash), or at the start.
+    pub fn chain(record: AuditRecord, prev: Option<(u64, &str)>) -> Self {
+        Unchained::new(record).chain(prev)
     }
 
     /// Drops the event's evidence if its hash does not cover it (it has a digest); returns

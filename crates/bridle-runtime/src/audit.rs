@@ -11,7 +11,7 @@ mod offline;
 
 pub use batch::BatchingAuditLog;
 pub use heads::{HeadEnv, HeadError, HeadKeeper, HeadPlan, HeadSource, Unanchored};
-pub(crate) use minimize::{Heads, drop_evidence, seal};
+pub(crate) use minimize::{Heads, Prepared, chain, drop_evidence, prepare, seal};
 pub use minimize::{
     MetadataOnlyAuditLog, RETENTION_PERIOD, apply as apply_settings, mask_record, prune_older_than, spawn_retention,
 };

@@ -21,10 +21,20 @@ enum Field<'a> {
 /// Appends the canonical JSON of `{"prev_hash", "record", "seq"}`; with a `digest`, the record's
 /// `reason` is left out and `evidence_digest` put in (see [`super::event_hash`]).
 pub(super) fn hashed(seq: u64, prev_hash: &str, record: &AuditRecord, digest: Option<&str>, out: &mut Vec<u8>) {
+    head(prev_hash, out);
+    body(record, digest, out);
+    tail(seq, out);
+}
+
+/// What comes before the record's body in [`hashed`]'s bytes.
+pub(super) fn head(prev_hash: &str, out: &mut Vec<u8>) {
     out.extend_from_slice(b"{\"prev_hash\":");
     text(prev_hash, out);
     out.extend_from_slice(b",\"record\":");
-    body(record, digest, out);
+}
+
+/// What comes after the record's body in [`hashed`]'s bytes.
+pub(super) fn tail(seq: u64, out: &mut Vec<u8>) {
     out.extend_from_slice(b",\"seq\":");
     int(seq, out);
     out.push(b'}');
@@ -37,7 +47,8 @@ pub(super) fn evidence(reason: &str, out: &mut Vec<u8>) {
     out.push(b'}');
 }
 
-fn body(r: &AuditRecord, digest: Option<&str>, out: &mut Vec<u8>) {
+/// Appends the canonical JSON of the record as the hash covers it.
+pub(super) fn body(r: &AuditRecord, digest: Option<&str>, out: &mut Vec<u8>) {
     let at = r.at.format(&time::format_description::well_known::Rfc3339).unwrap_or_default();
     let v = &r.versions;
     let mut fields: Vec<(&str, Field<'_>)> = Vec::with_capacity(26);

@@ -1,9 +1,10 @@
 //! Audit minimization: evidence is masked before any store keeps it, dropped entirely under
 //! `[audit] evidence = "metadata_only"`, and pruned by retention once it is old.
 //!
-//! Masking is not optional: every store turns records into events through [`seal`] (the SQL
-//! store's one `append_in`, the memory store's `Inner::append`), which runs [`mask_record`] on
-//! each, so a secret or PII in a reason (a rejected argument quoted back, an adapter's error text)
+//! Masking is not optional: every store turns records into events through [`prepare`] and
+//! [`chain`] (the SQL store's `append_in` and the writer's half of `AuditLog::append`, the memory
+//! store's `Inner::append` through [`seal`]); only [`prepare`] makes what [`chain`] takes, and it
+//! runs [`mask_record`] on each, so a secret or PII in a reason (a rejected argument quoted back, an adapter's error text)
 //! is never written in clear, whichever path built the store or appended the records (a plain
 //! append or a state change's own). `metadata_only` is dropped by one function too,
 //! [`drop_evidence`], for plain appends ([`MetadataOnlyAuditLog`]) and for the records of state
@@ -11,12 +12,12 @@
 //! `guard/mask.rs`: built-in secret rules, e-mail, phone numbers, 주민등록번호), not the
 //! configured sensitive terms, which are about what reaches a model.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use bridle_core::audit::{AuditEvent, AuditRecord};
+use bridle_core::audit::{AuditEvent, AuditRecord, Unchained};
 use bridle_core::config::{AuditSettings, EvidenceMode};
 use bridle_core::guard::mask::Masker;
 use bridle_core::ports::{AuditLog, StoreError, StoreResult};
@@ -47,24 +48,50 @@ pub fn mask_record(record: &mut AuditRecord) -> StoreResult<()> {
 /// for an empty chain.
 pub(crate) type Heads = HashMap<String, Option<(u64, String)>>;
 
-/// Turns `records` into events: each masked ([`mask_record`]), then chained after its tenant's
-/// head in `heads` (which moves along). Every store appends through this, under its write lock
-/// and with every tenant of the batch in `heads`; it fails before chaining anything (a record
-/// that cannot be masked), so a failed append changes nothing.
-pub(crate) fn seal(records: Vec<AuditRecord>, heads: &mut Heads) -> StoreResult<Vec<AuditEvent>> {
-    let mut masked = Vec::with_capacity(records.len());
+/// Records masked ([`mask_record`]) and prepared for chaining ([`Unchained`]); made only by
+/// [`prepare`], so whatever a store chains from it was masked.
+pub(crate) struct Prepared(Vec<Unchained>);
+
+impl Prepared {
+    /// The tenants of the records, each once, sorted.
+    pub(crate) fn tenants(&self) -> BTreeSet<&str> {
+        self.0.iter().map(|u| u.record().tenant.as_str()).collect()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// Masks every record and writes what its hash covers, before any chain's lock is taken (the
+/// expensive half of [`seal`]); fails on the first record that cannot be masked.
+pub(crate) fn prepare(records: Vec<AuditRecord>) -> StoreResult<Prepared> {
+    let mut prepared = Vec::with_capacity(records.len());
     for mut record in records {
         mask_record(&mut record)?;
-        masked.push(record);
+        prepared.push(Unchained::new(record));
     }
-    let mut events = Vec::with_capacity(masked.len());
-    for record in masked {
-        let prev = heads.get(&record.tenant).and_then(Option::as_ref).map(|(seq, hash)| (*seq, hash.as_str()));
-        let event = AuditEvent::chain(record, prev);
+    Ok(Prepared(prepared))
+}
+
+/// Chains prepared records after their tenants' heads in `heads` (which move along). Every
+/// store appends through this, under its write lock and with every tenant of the batch in `heads`.
+pub(crate) fn chain(prepared: Prepared, heads: &mut Heads) -> Vec<AuditEvent> {
+    let mut events = Vec::with_capacity(prepared.0.len());
+    for unchained in prepared.0 {
+        let prev =
+            heads.get(&unchained.record().tenant).and_then(Option::as_ref).map(|(seq, hash)| (*seq, hash.as_str()));
+        let event = unchained.chain(prev);
         heads.insert(event.record.tenant.clone(), Some((event.seq, event.hash.clone())));
         events.push(event);
     }
-    Ok(events)
+    events
+}
+
+/// Turns `records` into events: [`prepare`], then [`chain`]. It fails before chaining anything
+/// (a record that cannot be masked), so a failed append changes nothing.
+pub(crate) fn seal(records: Vec<AuditRecord>, heads: &mut Heads) -> StoreResult<Vec<AuditEvent>> {
+    Ok(chain(prepare(records)?, heads))
 }
 
 /// `[audit] evidence = "metadata_only"`: drops every record's evidence (before it is hashed:

@@ -209,11 +209,12 @@ impl Dialect for SqliteDb {
     const BYTE_ORDER: &'static str = "";
 }
 
-/// The one audit INSERT, built once.
+/// The one audit INSERT, built once; its placeholders are bare `?`s, bound in order without a
+/// name lookup per argument.
 fn insert_sql() -> &'static str {
     static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     SQL.get_or_init(|| {
-        let placeholders = (1..=WIDTH).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ");
+        let placeholders = vec!["?"; WIDTH].join(", ");
         format!("INSERT INTO audit_events ({COLUMNS}) VALUES ({placeholders})")
     })
 }

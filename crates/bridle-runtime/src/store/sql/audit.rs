@@ -13,7 +13,7 @@
 //! unix nanoseconds plus its UTC offset, because the hash covers its RFC 3339 text. How a batch
 //! is inserted is the dialect's ([`Dialect::insert_events`]).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
 use async_trait::async_trait;
 use bridle_core::audit::head::ChainHead;
@@ -22,6 +22,7 @@ use bridle_core::ports::{AuditLog, StoreResult};
 use time::OffsetDateTime;
 
 use super::{Dialect, Done, Lock, SqlStore, TxKind, args, job};
+use crate::audit::Prepared;
 use crate::store::rows::{self, Columns, enum_name, to_i64, to_nanos, to_u64};
 
 /// Stored columns, in insert order.
@@ -88,9 +89,9 @@ async fn head<D: Dialect>(conn: &mut D::Conn, tenant: &str) -> StoreResult<Optio
 }
 
 /// Locks the chains of `records`' tenants (in sorted order), chains the records after their
-/// heads (masked by [`crate::audit::seal`], as in every store) and inserts them through `conn`,
-/// which must be inside a write transaction: the append of [`AuditLog::append`] and of every
-/// state change that carries its audit records.
+/// heads (masked by [`crate::audit::prepare`], as in every store) and inserts them through `conn`,
+/// which must be inside a write transaction: the append of every state change that carries its
+/// audit records.
 ///
 /// INVARIANT (lock order): a transaction takes the audit locks LAST, after every row it
 /// changes, and takes no other lock while it holds them; so a holder of a tenant's audit lock
@@ -100,16 +101,21 @@ pub(super) async fn append_in<D: Dialect>(
     conn: &mut D::Conn,
     records: Vec<AuditRecord>,
 ) -> StoreResult<Vec<AuditEvent>> {
-    if records.is_empty() {
+    append_prepared::<D>(conn, crate::audit::prepare(records)?).await
+}
+
+/// [`append_in`] of records already prepared: what a writer does while the chain is locked.
+async fn append_prepared<D: Dialect>(conn: &mut D::Conn, prepared: Prepared) -> StoreResult<Vec<AuditEvent>> {
+    if prepared.is_empty() {
         return Ok(Vec::new());
     }
-    let tenants: BTreeSet<&str> = records.iter().map(|r| r.tenant.as_str()).collect();
+    let tenants = prepared.tenants();
     let mut heads = HashMap::with_capacity(tenants.len());
     for tenant in tenants {
         D::lock(conn, Lock::Chain(tenant)).await?;
         heads.insert(tenant.to_owned(), head::<D>(conn, tenant).await?);
     }
-    let events = crate::audit::seal(records, &mut heads)?;
+    let events = crate::audit::chain(prepared, &mut heads);
     D::insert_events(conn, &events).await?;
     Ok(events)
 }
@@ -120,8 +126,11 @@ impl<D: Dialect> AuditLog for SqlStore<D> {
         if records.is_empty() {
             return Ok(Vec::new());
         }
-        let append =
-            job::<D, _, _>(move |conn| Box::pin(async move { append_in::<D>(conn, records).await.map(Done::kept) }));
+        // Masking and the hashed bytes are the caller's work, not the writer's.
+        let prepared = crate::audit::prepare(records)?;
+        let append = job::<D, _, _>(move |conn| {
+            Box::pin(async move { append_prepared::<D>(conn, prepared).await.map(Done::kept) })
+        });
         self.db().transact(TxKind::Write, append).await
     }
 

@@ -11,6 +11,8 @@
 //! and a refused lease counts nothing. Run taint keeps its first reason (`ON CONFLICT DO
 //! NOTHING`); actor taint its latest.
 
+use std::sync::LazyLock;
+
 use async_trait::async_trait;
 use bridle_core::ports::{RunFlags, RunLedger, StoreError, StoreResult, Taint, TaintMark, TaintVia};
 use bridle_core::runs::{self, RunAdmit, RunRecord, RunRefusal};
@@ -44,17 +46,20 @@ impl<'a> Admission<'a> {
 
     /// Opens the run or counts the call; `None` when the run refuses it.
     async fn upsert<D: Dialect>(&self, conn: &mut D::Conn) -> StoreResult<Option<RunRecord>> {
-        let sql = format!(
-            "INSERT INTO runs ({RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $5, 1, 'open')
-             ON CONFLICT (tenant, run_id) DO UPDATE SET calls = runs.calls + 1,
-                 last_call_at = EXCLUDED.last_call_at, state = 'open'
-             WHERE runs.subject = EXCLUDED.subject AND (CAST($6 AS BIGINT) IS NULL OR runs.calls < $6)
-                 AND (CAST($7 AS BIGINT) IS NULL OR runs.opened_at > $7)
-             RETURNING {RUN_COLUMNS}"
-        );
+        // Built once: admissions run on the SQLite writer's thread, one per call.
+        static SQL: LazyLock<String> = LazyLock::new(|| {
+            format!(
+                "INSERT INTO runs ({RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $5, 1, 'open')
+                 ON CONFLICT (tenant, run_id) DO UPDATE SET calls = runs.calls + 1,
+                     last_call_at = EXCLUDED.last_call_at, state = 'open'
+                 WHERE runs.subject = EXCLUDED.subject AND (CAST($6 AS BIGINT) IS NULL OR runs.calls < $6)
+                     AND (CAST($7 AS BIGINT) IS NULL OR runs.opened_at > $7)
+                 RETURNING {RUN_COLUMNS}"
+            )
+        });
         let a = self.admit;
         let args = args![a.tenant, a.run_id, a.subject, a.agent, self.now, self.calls_limit, self.opened_after];
-        let row = D::fetch_optional(conn, &sql, args).await?;
+        let row = D::fetch_optional(conn, &SQL, args).await?;
         row.as_ref().map(crate::store::rows::run).transpose()
     }
 

@@ -66,12 +66,11 @@ impl SqliteConn {
         }
     }
 
-    /// Runs a batch of statements without arguments (transaction control, pragmas).
+    /// Runs one transaction-control statement (`BEGIN`, `SAVEPOINT`, `COMMIT`, …), prepared once:
+    /// the group writer runs several per job.
     pub(crate) fn batch(&self, sql: &str) -> rusqlite::Result<()> {
-        match &self.conn {
-            Some(c) => c.execute_batch(sql),
-            None => Err(rusqlite::Error::InvalidQuery),
-        }
+        let conn = self.conn.as_ref().ok_or(rusqlite::Error::InvalidQuery)?;
+        conn.prepare_cached(sql)?.raw_execute().map(drop)
     }
 
     /// Runs a statement to its end; the rows it changed.

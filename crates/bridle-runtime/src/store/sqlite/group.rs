@@ -306,7 +306,7 @@ impl Member {
 /// Rolls back to the open savepoint and leaves it; a group that nobody waits for is rolled back
 /// whole.
 fn undo(w: &mut Writer) {
-    let undone = w.conn.batch("ROLLBACK TO member; RELEASE member");
+    let undone = w.conn.batch("ROLLBACK TO member").and_then(|()| w.conn.batch("RELEASE member"));
     if undone.is_err() || w.waiting.is_empty() {
         w.open = false;
         if w.conn.get().is_ok_and(|c| !c.is_autocommit()) {
