@@ -59,6 +59,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "chat_conversations",
         sql: include_str!("../../../migrations/postgres/0011_chat_conversations.sql"),
     },
+    Migration {
+        version: 12,
+        name: "drop_audit_by_run",
+        sql: include_str!("../../../migrations/postgres/0012_drop_audit_by_run.sql"),
+    },
 ];
 
 /// The advisory lock key that serializes migration runs (`bridle` as ASCII, an arbitrary

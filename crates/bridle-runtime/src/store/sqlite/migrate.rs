@@ -49,6 +49,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "chat_conversations",
         sql: include_str!("../../../migrations/sqlite/0012_chat_conversations.sql"),
     },
+    Migration {
+        version: 13,
+        name: "drop_audit_by_run",
+        sql: include_str!("../../../migrations/sqlite/0013_drop_audit_by_run.sql"),
+    },
 ];
 
 const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
