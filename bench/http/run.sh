@@ -18,7 +18,7 @@ esac
 for i in $(seq 1 400); do
   "$bin" token issue --subject "bench-$i" --tenant tenant-a --services checkout --scopes service:read --ttl 1h
 done > "$work/tokens"
-RUST_LOG="${RUST_LOG:-warn}" "$bin" serve --db "$db" --listen 127.0.0.1:18080 > "$work/serve.log" 2>&1 &
+RUST_LOG="${RUST_LOG:-warn}" ${BENCH_WRAP:-} "$bin" serve --db "$db" --listen 127.0.0.1:18080 > "$work/serve.log" 2>&1 &
 server=$!
 trap 'kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; rm -rf "$work"' EXIT
 for _ in $(seq 1 100); do curl -sf http://127.0.0.1:18080/healthz > /dev/null && break; sleep 0.1; done
