@@ -5,6 +5,8 @@
 //! switch set through any replica holds on every other one at its next call. Actions are one
 //! row per job, rated in place.
 
+use std::sync::LazyLock;
+
 use async_trait::async_trait;
 use bridle_core::history::{ActionRecord, Rating};
 use bridle_core::kill::{KillScope, KillSwitch};
@@ -68,14 +70,16 @@ impl<D: Dialect> KillSwitches for SqlStore<D> {
         // earliest is picked here. `IN (…)` lists and `ORDER BY` would build SQLite temporary
         // B-trees on every call. A call on no agent's behalf is covered only by switches for
         // every agent ('').
-        let sql = format!(
-            "SELECT {KILL_COLUMNS} FROM kill_switches WHERE scope_tenant = '' AND scope_agent = ''
-             UNION ALL SELECT {KILL_COLUMNS} FROM kill_switches WHERE scope_tenant = '' AND scope_agent = $2
-             UNION ALL SELECT {KILL_COLUMNS} FROM kill_switches WHERE scope_tenant = $1 AND scope_agent = ''
-             UNION ALL SELECT {KILL_COLUMNS} FROM kill_switches WHERE scope_tenant = $1 AND scope_agent = $2"
-        );
+        static SQL: LazyLock<String> = LazyLock::new(|| {
+            format!(
+                "SELECT {KILL_COLUMNS} FROM kill_switches WHERE scope_tenant = '' AND scope_agent = ''
+                 UNION ALL SELECT {KILL_COLUMNS} FROM kill_switches WHERE scope_tenant = '' AND scope_agent = $2
+                 UNION ALL SELECT {KILL_COLUMNS} FROM kill_switches WHERE scope_tenant = $1 AND scope_agent = ''
+                 UNION ALL SELECT {KILL_COLUMNS} FROM kill_switches WHERE scope_tenant = $1 AND scope_agent = $2"
+            )
+        });
         let mut conn = self.db().read().await?;
-        let rows = D::fetch_all(&mut conn, &sql, args![tenant, agent.unwrap_or("")]).await?;
+        let rows = D::fetch_all(&mut conn, &SQL, args![tenant, agent.unwrap_or("")]).await?;
         let mut covering = rows.iter().map(kill_switch).collect::<StoreResult<Vec<_>>>()?;
         covering.retain(|s| s.scope.covers(tenant, agent));
         // As `active_kills` orders them: the earliest set first.
