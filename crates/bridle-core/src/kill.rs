@@ -3,7 +3,11 @@
 //! switches live in a store (`ports::KillSwitches`) so every replica sees them.
 
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 use time::OffsetDateTime;
+
+use crate::code::Code;
+use crate::verdict::Rejection;
 
 /// What a switch covers. `tenant: None` covers every tenant, `agent: None` every agent (and
 /// calls on no agent's behalf).
@@ -62,6 +66,31 @@ pub struct KillSwitch {
     /// When.
     #[serde(with = "time::serde::rfc3339")]
     pub set_at: OffsetDateTime,
+}
+
+impl KillSwitch {
+    /// The `killed` rejection of a call this switch covers.
+    pub fn rejection(&self) -> Rejection {
+        let set_at = self.set_at.format(&time::format_description::well_known::Rfc3339).unwrap_or_default();
+        Rejection::new(
+            Code::Killed,
+            format!("kill switch on for {} since {set_at}: {}", self.scope.describe(), self.reason),
+        )
+        .with_detail(json!({"scope": self.scope, "set_by": self.set_by, "set_at": set_at}))
+    }
+}
+
+/// The earliest set of `switches` covering a call of `tenant` on behalf of `agent` (ties by
+/// scope, "every" first): the switch a store reports, whatever order it read them in.
+pub fn covering_earliest<'a>(
+    switches: impl IntoIterator<Item = &'a KillSwitch>,
+    tenant: &str,
+    agent: Option<&str>,
+) -> Option<&'a KillSwitch> {
+    switches
+        .into_iter()
+        .filter(|s| s.scope.covers(tenant, agent))
+        .min_by(|a, b| a.set_at.cmp(&b.set_at).then_with(|| a.scope.cmp(&b.scope)))
 }
 
 /// The first of `switches` covering a call of `tenant` on behalf of `agent`.

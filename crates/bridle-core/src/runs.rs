@@ -17,6 +17,7 @@ use time::OffsetDateTime;
 
 use crate::budget::BudgetKind;
 use crate::code::Code;
+use crate::kill::KillSwitch;
 use crate::verdict::Rejection;
 
 /// The limits one call's run is held to; `None`: unlimited.
@@ -178,6 +179,8 @@ pub enum RunRefusal {
         /// The limit.
         limit: u32,
     },
+    /// A kill switch covers the call ([`RunAdmit::kill_check`]); nothing was counted.
+    Killed(KillSwitch),
 }
 
 impl RunRefusal {
@@ -186,7 +189,7 @@ impl RunRefusal {
         match self {
             Self::CallsSpent { .. } => Some(RunState::Exhausted),
             Self::DeadlinePassed { .. } => Some(RunState::Expired),
-            Self::NotOwner | Self::Busy { .. } => None,
+            Self::NotOwner | Self::Busy { .. } | Self::Killed(_) => None,
         }
     }
 
@@ -214,6 +217,7 @@ impl RunRefusal {
                 ),
             )
             .with_detail(json!({"in_flight": in_flight, "limit": limit})),
+            Self::Killed(switch) => switch.rejection(),
         }
     }
 }
@@ -254,6 +258,11 @@ pub struct RunAdmit<'a> {
     pub limits: RunLimits,
     /// With a concurrency limit: the lease this call takes while it is in flight.
     pub lease: Option<Lease<'a>>,
+    /// Whether the admission first reads the kill switches covering the call (`tenant`, `agent`)
+    /// in its own transaction and refuses a covered call ([`RunRefusal::Killed`]) before
+    /// counting anything: the gate's per-call kill check and the run's admission in one round
+    /// trip to the store.
+    pub kill_check: bool,
 }
 
 /// A call's hold on one of its run's concurrency slots, released when the call ends and void

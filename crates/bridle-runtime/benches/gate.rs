@@ -269,6 +269,8 @@ fn runs(c: &mut Criterion) {
                     now,
                     limits,
                     lease,
+                    // As the gate admits: the kill switches read in the same transaction.
+                    kill_check: true,
                 };
                 s.runs.admit(&a).await.unwrap().unwrap();
                 if lease.is_some() {

@@ -1,12 +1,15 @@
-//! Gate step 2: may this run still act? Killed, another agent than the credential's, cancelled,
+//! Gate step 2: may this run still act? Another agent than the credential's, cancelled, killed,
 //! then the run's own record: another subject's run, past its deadline, out of calls, too many
 //! calls in flight.
 //!
-//! The kill switch is read from the store on every call (`KillSwitches::kill_covering`, one
-//! indexed read), so a switch set through any replica holds on every replica's next call. With
-//! `[kill_switch] cache_ms = N` (at most 1000) one read of all switches is reused for N ms at
-//! most: a switch then takes effect within N ms. A store that cannot answer is an error, never
-//! an allow. The kill check comes before the run's admission, so a killed call spends nothing.
+//! The kill switch is read from the store on every call, so a switch set through any replica
+//! holds on every replica's next call. The read is part of the run's admission
+//! (`RunAdmit::kill_check`): one transaction reads the covering switches and then counts the
+//! call, so the kill switch, the run record and its limits cost one round trip together, and a
+//! killed call counts nothing. With `[kill_switch] cache_ms = N` (at most 1000) one read of all
+//! switches is reused for N ms at most, checked before the admission: a switch then takes effect
+//! within N ms. A dry run reads the switches (`KillSwitches::kill_covering`) and the run without
+//! admitting. A store that cannot answer is an error, never an allow.
 //!
 //! The run is the server's record (`RunLedger::admit`, one atomic step per store): the first call
 //! opens it bound to its subject, and every call is counted against `[limits]` as they apply to
@@ -19,8 +22,6 @@ use std::time::{Duration, Instant};
 use bridle_core::kill::KillSwitch;
 use bridle_core::runs::{self, Lease, RunAdmit};
 use bridle_core::{Code, Principal, Rejection, RunContext};
-use serde_json::json;
-use time::OffsetDateTime;
 
 use super::identity::Who;
 use super::trace::Trace;
@@ -46,6 +47,12 @@ impl KillCache {
         *self.last.lock().unwrap_or_else(PoisonError::into_inner) = None;
     }
 
+    /// Whether every call reads the switches (no cache): the admission then reads them in its
+    /// own transaction.
+    fn reads_every_call(&self) -> bool {
+        self.bound.is_zero()
+    }
+
     async fn covering(&self, gate: &Gate, tenant: &str, agent: Option<&str>) -> Result<Option<KillSwitch>, Stop> {
         if self.bound.is_zero() {
             return Ok(gate.stores.kills.kill_covering(tenant, agent).await?);
@@ -66,19 +73,6 @@ impl KillCache {
     }
 }
 
-/// The `killed` rejection for a call covered by `switch`.
-pub(crate) fn killed(switch: &KillSwitch) -> Rejection {
-    Rejection::new(
-        Code::Killed,
-        format!("kill switch on for {} since {}: {}", switch.scope.describe(), rfc3339(switch.set_at), switch.reason),
-    )
-    .with_detail(json!({"scope": switch.scope, "set_by": switch.set_by, "set_at": rfc3339(switch.set_at)}))
-}
-
-fn rfc3339(t: OffsetDateTime) -> String {
-    t.format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
-}
-
 pub(super) async fn check(
     gate: &Gate,
     principal: &Principal,
@@ -87,8 +81,11 @@ pub(super) async fn check(
     who: &Who,
     t: &mut Trace,
 ) -> Result<(), Stop> {
-    if let Some(switch) = gate.kill_cache.covering(gate, &principal.tenant, who.agent.as_deref()).await? {
-        return Err(killed(&switch).into());
+    // Read in the admission's transaction when nothing is cached and the call is counted.
+    let kill_check = gate.kill_cache.reads_every_call() && !req.dry_run;
+    if !kill_check && let Some(switch) = gate.kill_cache.covering(gate, &principal.tenant, who.agent.as_deref()).await?
+    {
+        return Err(switch.rejection().into());
     }
     who.mismatch()?;
     if run.cancelled {
@@ -112,6 +109,7 @@ pub(super) async fn check(
         now: t.now,
         limits,
         lease,
+        kill_check,
     };
     runs.admit(&admit).await?.map_err(|r| r.rejection(&run.run_id))?;
     t.leased = lease.is_some();

@@ -26,7 +26,10 @@ use gate_level::{
     racing_keyed_calls_never_get_approval_replayed,
     thirty_two_identical_calls_share_one_pending_request_and_one_webhook,
 };
-use governance::{action_history_rates_in_place_and_filters, kill_switches_cover_their_scope_until_lifted};
+use governance::{
+    action_history_rates_in_place_and_filters, admission_reads_the_kill_switch_and_counts_nothing_when_killed,
+    kill_switches_cover_their_scope_until_lifted,
+};
 use invariants::concurrent_requests_for_one_plan_share_one_pending_request;
 
 use std::collections::BTreeMap;
@@ -126,6 +129,7 @@ contract!(
     feedback_rates_decisions_of_its_own_tenant,
     models_move_stage_by_compare_and_set,
     kill_switches_cover_their_scope_until_lifted,
+    admission_reads_the_kill_switch_and_counts_nothing_when_killed,
     action_history_rates_in_place_and_filters,
     concurrent_requests_for_one_plan_share_one_pending_request,
     thirty_two_identical_calls_share_one_pending_request_and_one_webhook,

@@ -34,8 +34,7 @@ impl KillSwitches for MemoryStore {
     }
 
     async fn kill_covering(&self, tenant: &str, agent: Option<&str>) -> StoreResult<Option<KillSwitch>> {
-        let all = self.active_kills().await?;
-        Ok(bridle_core::kill::covering(&all, tenant, agent).cloned())
+        Ok(bridle_core::kill::covering_earliest(self.lock()?.kills.values(), tenant, agent).cloned())
     }
 }
 

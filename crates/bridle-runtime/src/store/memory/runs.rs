@@ -19,6 +19,11 @@ pub(super) struct MemoryRun {
 impl RunLedger for MemoryStore {
     async fn admit(&self, admit: &RunAdmit<'_>) -> StoreResult<Result<RunRecord, RunRefusal>> {
         let mut inner = self.lock()?;
+        if admit.kill_check
+            && let Some(switch) = bridle_core::kill::covering_earliest(inner.kills.values(), admit.tenant, admit.agent)
+        {
+            return Ok(Err(RunRefusal::Killed(switch.clone())));
+        }
         let run = inner.runs.entry(key(admit.tenant, admit.run_id)).or_insert_with(|| MemoryRun {
             record: RunRecord::open(admit.tenant, admit.run_id, admit.subject, admit.agent, admit.now),
             leases: Vec::new(),

@@ -66,30 +66,32 @@ impl<D: Dialect> KillSwitches for SqlStore<D> {
     }
 
     async fn kill_covering(&self, tenant: &str, agent: Option<&str>) -> StoreResult<Option<KillSwitch>> {
-        // The (at most four) scopes that can cover the call, each a primary-key probe; the
-        // earliest is picked here. `IN (…)` lists and `ORDER BY` would build SQLite temporary
-        // B-trees on every call. A call on no agent's behalf is covered only by switches for
-        // every agent ('').
-        static SQL: LazyLock<String> = LazyLock::new(|| {
-            format!(
-                "SELECT {KILL_COLUMNS} FROM kill_switches WHERE scope_tenant = '' AND scope_agent = ''
-                 UNION ALL SELECT {KILL_COLUMNS} FROM kill_switches WHERE scope_tenant = '' AND scope_agent = $2
-                 UNION ALL SELECT {KILL_COLUMNS} FROM kill_switches WHERE scope_tenant = $1 AND scope_agent = ''
-                 UNION ALL SELECT {KILL_COLUMNS} FROM kill_switches WHERE scope_tenant = $1 AND scope_agent = $2"
-            )
-        });
         let mut conn = self.db().read().await?;
-        let rows = D::fetch_all(&mut conn, &SQL, args![tenant, agent.unwrap_or("")]).await?;
-        let mut covering = rows.iter().map(kill_switch).collect::<StoreResult<Vec<_>>>()?;
-        covering.retain(|s| s.scope.covers(tenant, agent));
-        // As `active_kills` orders them: the earliest set first.
-        Ok(covering.into_iter().min_by(|a, b| kill_order(a).cmp(&kill_order(b))))
+        covering_in::<D>(&mut conn, tenant, agent).await
     }
 }
 
-/// The order of [`KillSwitches::active_kills`]: set time, then tenant and agent scope ('' first).
-fn kill_order(s: &KillSwitch) -> (OffsetDateTime, &str, &str) {
-    (s.set_at, s.scope.tenant.as_deref().unwrap_or(""), s.scope.agent.as_deref().unwrap_or(""))
+/// The earliest switch covering a call of `tenant` on behalf of `agent`, read through `conn`
+/// (a reader, or the run admission's transaction). The (at most four) scopes that can cover the
+/// call are each a primary-key probe; the earliest is picked here: `IN (…)` lists and `ORDER BY`
+/// would build SQLite temporary B-trees on every call. A call on no agent's behalf is covered
+/// only by switches for every agent ('').
+pub(super) async fn covering_in<D: Dialect>(
+    conn: &mut D::Conn,
+    tenant: &str,
+    agent: Option<&str>,
+) -> StoreResult<Option<KillSwitch>> {
+    static SQL: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "SELECT {KILL_COLUMNS} FROM kill_switches WHERE scope_tenant = '' AND scope_agent = ''
+             UNION ALL SELECT {KILL_COLUMNS} FROM kill_switches WHERE scope_tenant = '' AND scope_agent = $2
+             UNION ALL SELECT {KILL_COLUMNS} FROM kill_switches WHERE scope_tenant = $1 AND scope_agent = ''
+             UNION ALL SELECT {KILL_COLUMNS} FROM kill_switches WHERE scope_tenant = $1 AND scope_agent = $2"
+        )
+    });
+    let rows = D::fetch_all(conn, &SQL, args![tenant, agent.unwrap_or("")]).await?;
+    let switches = rows.iter().map(kill_switch).collect::<StoreResult<Vec<_>>>()?;
+    Ok(bridle_core::kill::covering_earliest(&switches, tenant, agent).cloned())
 }
 
 #[async_trait]

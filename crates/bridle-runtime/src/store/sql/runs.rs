@@ -96,6 +96,7 @@ struct Owned {
     now: OffsetDateTime,
     limits: runs::RunLimits,
     lease: Option<(String, OffsetDateTime)>,
+    kill_check: bool,
 }
 
 impl Owned {
@@ -108,6 +109,7 @@ impl Owned {
             now: a.now,
             limits: a.limits,
             lease: a.lease.map(|l| (l.call_id.to_owned(), l.until)),
+            kill_check: a.kill_check,
         }
     }
 
@@ -120,15 +122,23 @@ impl Owned {
             now: self.now,
             limits: self.limits,
             lease: self.lease.as_ref().map(|(call_id, until)| runs::Lease { call_id, until: *until }),
+            kill_check: self.kill_check,
         }
     }
 }
 
-/// One admission's statements; a refused lease undoes the call's count.
+/// One admission's statements: the kill switches first (with `kill_check`), then the run; a
+/// refused lease undoes the call's count.
 async fn admit_in<D: Dialect>(
     conn: &mut D::Conn,
     admit: &RunAdmit<'_>,
 ) -> StoreResult<Done<Result<RunRecord, RunRefusal>>> {
+    if admit.kill_check
+        && let Some(switch) = super::governance::covering_in::<D>(conn, admit.tenant, admit.agent).await?
+    {
+        // Nothing counted, nothing written.
+        return Ok(Done { value: Err(RunRefusal::Killed(switch)), keep: false });
+    }
     let a = Admission::new(admit)?;
     let Some(record) = a.upsert::<D>(conn).await? else {
         return Ok(Done::kept(Err(a.refusal::<D>(conn).await?)));

@@ -4,6 +4,7 @@
 use anyhow::ensure;
 use bridle_core::history::{ActionRecord, Outcome, OutcomeSource, Rating};
 use bridle_core::kill::{KillScope, KillSwitch};
+use bridle_core::runs::{RunAdmit, RunLimits, RunRefusal};
 use bridle_runtime::store::Stores;
 
 use super::secs;
@@ -48,6 +49,42 @@ pub async fn kill_switches_cover_their_scope_until_lifted(s: Stores) -> anyhow::
     ensure!(k.lift_kill(&KillScope::agent("advisor"), Vec::new()).await?.is_some());
     ensure!(k.lift_kill(&KillScope::tenant("fab-2"), Vec::new()).await?.is_some());
     ensure!(k.active_kills().await?.is_empty());
+    Ok(())
+}
+
+/// An admission with `kill_check` reads the switches in its own transaction: a covered call is
+/// refused with the earliest covering switch and counts nothing (the run is not even opened); an
+/// uncovered one (another tenant, another agent) is admitted; without the flag the store does
+/// not look.
+pub async fn admission_reads_the_kill_switch_and_counts_nothing_when_killed(s: Stores) -> anyhow::Result<()> {
+    let now = secs(100);
+    let admit = |tenant: &'static str, agent: Option<&'static str>, kill_check: bool| RunAdmit {
+        tenant,
+        run_id: "run-k",
+        subject: "requester-1",
+        agent,
+        now,
+        limits: RunLimits::default(),
+        lease: None,
+        kill_check,
+    };
+    ensure!(s.runs.admit(&admit("fab-1", None, true)).await?.is_ok(), "nothing is on");
+    ensure!(s.kills.set_kill(&switch(KillScope::agent("advisor"), 2), Vec::new()).await?);
+    ensure!(s.kills.set_kill(&switch(KillScope::tenant("fab-2"), 1), Vec::new()).await?);
+    // Both cover fab-2's advisor: the earlier one is reported.
+    let refused = s.runs.admit(&admit("fab-2", Some("advisor"), true)).await?;
+    ensure!(refused == Err(RunRefusal::Killed(switch(KillScope::tenant("fab-2"), 1))), "{refused:?}");
+    ensure!(s.runs.run("fab-2", "run-k").await?.is_none(), "a killed call opens no run");
+    let refused = s.runs.admit(&admit("fab-1", Some("advisor"), true)).await?;
+    ensure!(refused == Err(RunRefusal::Killed(switch(KillScope::agent("advisor"), 2))), "{refused:?}");
+    ensure!(s.runs.run("fab-1", "run-k").await?.map(|r| r.calls) == Some(1), "the killed call was not counted");
+    // Not covered: another agent of fab-1, no agent.
+    ensure!(s.runs.admit(&admit("fab-1", Some("diagnostician"), true)).await?.is_ok());
+    ensure!(s.runs.admit(&admit("fab-1", None, true)).await?.map(|r| r.calls) == Ok(3));
+    // Without the flag the admission does not read the switches.
+    ensure!(s.runs.admit(&admit("fab-1", Some("advisor"), false)).await?.is_ok());
+    ensure!(s.kills.lift_kill(&KillScope::agent("advisor"), Vec::new()).await?.is_some());
+    ensure!(s.runs.admit(&admit("fab-1", Some("advisor"), true)).await?.map(|r| r.calls) == Ok(5));
     Ok(())
 }
 
