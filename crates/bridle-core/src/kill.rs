@@ -93,11 +93,6 @@ pub fn covering_earliest<'a>(
         .min_by(|a, b| a.set_at.cmp(&b.set_at).then_with(|| a.scope.cmp(&b.scope)))
 }
 
-/// The first of `switches` covering a call of `tenant` on behalf of `agent`.
-pub fn covering<'a>(switches: &'a [KillSwitch], tenant: &str, agent: Option<&str>) -> Option<&'a KillSwitch> {
-    switches.iter().find(|s| s.scope.covers(tenant, agent))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

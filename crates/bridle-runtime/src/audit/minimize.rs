@@ -4,9 +4,9 @@
 //! Masking is not optional: every store turns records into events through [`prepare`] and
 //! [`chain`] (the SQL store's `append_in` and the writer's half of `AuditLog::append`, the memory
 //! store's `Inner::append` through [`seal`]); only [`prepare`] makes what [`chain`] takes, and it
-//! runs [`mask_record`] on each, so a secret or PII in a reason (a rejected argument quoted back, an adapter's error text)
-//! is never written in clear, whichever path built the store or appended the records (a plain
-//! append or a state change's own). `metadata_only` is dropped by one function too,
+//! runs [`mask_record`] on each, so a secret or PII in a reason (a rejected argument quoted back,
+//! an adapter's error text) is never written in clear, whichever path built the store or
+//! appended the records (a plain append or a state change's own). `metadata_only` is dropped by one function too,
 //! [`drop_evidence`], for plain appends ([`MetadataOnlyAuditLog`]) and for the records of state
 //! changes (`Stores::evidence`). The mask uses the guard's masker (`bridle-core`'s
 //! `guard/mask.rs`: built-in secret rules, e-mail, phone numbers, 주민등록번호), not the

@@ -54,7 +54,7 @@ impl KillCache {
     }
 
     async fn covering(&self, gate: &Gate, tenant: &str, agent: Option<&str>) -> Result<Option<KillSwitch>, Stop> {
-        if self.bound.is_zero() {
+        if self.reads_every_call() {
             return Ok(gate.stores.kills.kill_covering(tenant, agent).await?);
         }
         let fresh = {
@@ -69,7 +69,7 @@ impl KillCache {
                 all
             }
         };
-        Ok(bridle_core::kill::covering(&all, tenant, agent).cloned())
+        Ok(bridle_core::kill::covering_earliest(all.iter(), tenant, agent).cloned())
     }
 }
 

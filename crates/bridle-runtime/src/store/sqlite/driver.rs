@@ -68,7 +68,7 @@ impl SqliteConn {
 
     /// Runs one transaction-control statement (`BEGIN`, `SAVEPOINT`, `COMMIT`, …), prepared once:
     /// the group writer runs several per job.
-    pub(crate) fn batch(&self, sql: &str) -> rusqlite::Result<()> {
+    pub(crate) fn control(&self, sql: &str) -> rusqlite::Result<()> {
         let conn = self.conn.as_ref().ok_or(rusqlite::Error::InvalidQuery)?;
         conn.prepare_cached(sql)?.raw_execute().map(drop)
     }

@@ -140,7 +140,7 @@ impl GroupWriter {
                 Ok(()) => break,
             }
         }
-        guard.conn.batch("SAVEPOINT member").map_err(|e| sql_err(&e))?;
+        guard.conn.control("SAVEPOINT member").map_err(|e| sql_err(&e))?;
         Ok(Member { guard: Some(guard), group: self.clone() })
     }
 
@@ -171,7 +171,7 @@ fn open_group(w: &mut Writer) -> Result<(), Option<rusqlite::Error>> {
         fail(w, &StoreError::Unavailable("the SQLite group transaction was rolled back".to_owned()));
     }
     if !w.open {
-        w.conn.batch("BEGIN IMMEDIATE").map_err(Some)?;
+        w.conn.control("BEGIN IMMEDIATE").map_err(Some)?;
         w.open = true;
     }
     Ok(())
@@ -189,7 +189,7 @@ fn commit_group(w: &mut Writer) {
         return;
     }
     w.open = false;
-    match w.conn.batch("COMMIT") {
+    match w.conn.control("COMMIT") {
         Ok(()) => {
             for finish in w.waiting.drain(..) {
                 finish(Ok(()));
@@ -197,7 +197,7 @@ fn commit_group(w: &mut Writer) {
         }
         Err(e) => {
             if w.conn.get().is_ok_and(|c| !c.is_autocommit()) {
-                let _ = w.conn.batch("ROLLBACK");
+                let _ = w.conn.control("ROLLBACK");
             }
             fail(w, &sql_err(&e));
         }
@@ -242,14 +242,14 @@ fn committer(writer: &Arc<Mutex<Writer>>, wake: &mpsc::Receiver<Wake>) {
 
 /// Runs one queued job in a savepoint of the open group.
 fn run(w: &mut Writer, job: Queued) {
-    if let Err(e) = w.conn.batch("SAVEPOINT member") {
+    if let Err(e) = w.conn.control("SAVEPOINT member") {
         let (_, finish) = job(&mut SqliteConn::closed());
         finish(Err(sql_err(&e)));
         return;
     }
     let (keep, finish) = job(&mut w.conn);
     w.waiting.push(finish);
-    if !keep || w.conn.batch("RELEASE member").is_err() {
+    if !keep || w.conn.control("RELEASE member").is_err() {
         undo(w);
     }
 }
@@ -276,7 +276,7 @@ impl Member {
     /// Releases the savepoint and waits for the `COMMIT` of the group that holds it.
     pub(crate) async fn commit(mut self) -> StoreResult<()> {
         let Some(mut guard) = self.guard.take() else { return Ok(()) };
-        if let Err(e) = guard.conn.batch("RELEASE member") {
+        if let Err(e) = guard.conn.control("RELEASE member") {
             undo(&mut guard);
             return Err(sql_err(&e));
         }
@@ -306,11 +306,11 @@ impl Member {
 /// Rolls back to the open savepoint and leaves it; a group that nobody waits for is rolled back
 /// whole.
 fn undo(w: &mut Writer) {
-    let undone = w.conn.batch("ROLLBACK TO member").and_then(|()| w.conn.batch("RELEASE member"));
+    let undone = w.conn.control("ROLLBACK TO member").and_then(|()| w.conn.control("RELEASE member"));
     if undone.is_err() || w.waiting.is_empty() {
         w.open = false;
         if w.conn.get().is_ok_and(|c| !c.is_autocommit()) {
-            let _ = w.conn.batch("ROLLBACK");
+            let _ = w.conn.control("ROLLBACK");
         }
         if undone.is_err() {
             fail(w, &StoreError::Unavailable("the SQLite group transaction was rolled back".to_owned()));
