@@ -8,13 +8,16 @@
 //! counted is durable at the store's setting (SQLite `?synchronous=normal|full`; PostgreSQL
 //! `?options[synchronous_commit]=on|off`). Replicas are separate stores (their own pools and, with
 //! group commit, their own writers) on the same URL, each with its own gate, as two `bridle serve`
-//! processes would be; all of them write tenant-a's one chain, the worst case for the chain's
-//! lock. The chain is verified afterwards.
+//! processes would be. The callers act for `tenants` tenants (the bundled `tenant-a` and copies
+//! of it, `bench-tenant-2`, …), spread over the replicas independently of them, so each replica
+//! appends to every tenant's chain; with one tenant, every call writes tenant-a's one chain, the
+//! worst case for the chain's lock. Every chain is verified afterwards.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use bridle_core::config::MemoryResource;
 use bridle_core::ports::StoreError;
 use bridle_core::{Code, RunContext};
 use bridle_runtime::adapter::MemoryAdapter;
@@ -39,6 +42,8 @@ pub struct DecisionsPlan {
     pub batch: Option<usize>,
     /// Stores (pools, writers, gates) on the same URL.
     pub replicas: usize,
+    /// Tenants the callers act for (at least 1).
+    pub tenants: usize,
 }
 
 /// Per-call latency, microseconds.
@@ -67,6 +72,8 @@ pub struct DecisionsReport {
     pub batch: Option<usize>,
     /// Replicas.
     pub replicas: usize,
+    /// Tenants the callers act for.
+    pub tenants: usize,
     /// Concurrent callers.
     pub concurrency: usize,
     /// Measured seconds.
@@ -83,6 +90,8 @@ pub struct DecisionsReport {
     pub latency_us: Latency,
     /// Audit events in the verified chain(s) afterwards.
     pub audit_events_verified: u64,
+    /// Chains (tenants) verified afterwards.
+    pub audit_chains_verified: usize,
 }
 
 /// A failure that stops the benchmark.
@@ -118,33 +127,42 @@ fn durability(url: &str) -> String {
     }
 }
 
-struct Replica {
-    gate: Gate,
-    principal: bridle_core::Principal,
+/// The bundled checkout configuration with its resources copied into `tenants - 1` more tenants,
+/// and `requester-1` of each tenant (the bundled one first).
+fn fixture(tenants: usize) -> Result<(bridle_core::config::Config, Vec<bridle_core::Principal>), DecisionsError> {
+    let mut config = bridle_runtime::bundled::checkout().map_err(|e| DecisionsError::Setup(e.to_string()))?;
+    let requester = config
+        .principals
+        .get("requester-1")
+        .cloned()
+        .ok_or_else(|| DecisionsError::Setup("the bundled config has no `requester-1`".to_owned()))?;
+    let resources: Vec<_> = config.memory_adapter.iter().filter(|r| r.tenant == requester.tenant).cloned().collect();
+    let mut principals = vec![requester.clone()];
+    for n in 2..=tenants.max(1) {
+        let tenant = format!("bench-tenant-{n}");
+        config.memory_adapter.extend(resources.iter().map(|r| MemoryResource { tenant: tenant.clone(), ..r.clone() }));
+        principals.push(bridle_core::Principal { tenant, ..requester.clone() });
+    }
+    Ok((config, principals))
 }
 
-async fn replica(plan: &DecisionsPlan, config: &Arc<bridle_core::config::Config>) -> Result<Replica, DecisionsError> {
+async fn replica(plan: &DecisionsPlan, config: &Arc<bridle_core::config::Config>) -> Result<Gate, DecisionsError> {
     let stores = Stores::open(&plan.store).await?;
     let stores = match plan.batch {
         Some(n) => stores.with_batched_audit(n),
         None => stores,
     };
     let adapter = Arc::new(MemoryAdapter::from_config(config));
-    let principal = config
-        .principals
-        .get("requester-1")
-        .cloned()
-        .ok_or_else(|| DecisionsError::Setup("the bundled config has no `requester-1`".to_owned()))?;
-    let gate = bridle_runtime::engine::Engine::builder(config.clone(), stores, adapter)
+    bridle_runtime::engine::Engine::builder(config.clone(), stores, adapter)
         .gate()
-        .map_err(|e| DecisionsError::Setup(e.to_string()))?;
-    Ok(Replica { gate, principal })
+        .map_err(|e| DecisionsError::Setup(e.to_string()))
 }
 
 /// Calls until `stop`, returning (latencies in µs of the calls completed between `measuring`
 /// and `stop`, how many of those were denied).
 async fn caller(
-    r: Arc<Replica>,
+    gate: Arc<Gate>,
+    principal: bridle_core::Principal,
     task: u64,
     measuring: Arc<AtomicBool>,
     stop: Arc<AtomicBool>,
@@ -159,9 +177,8 @@ async fn caller(
         let deny = i.is_multiple_of(DENY_EVERY);
         i += 1;
         let start = Instant::now();
-        let outcome = r
-            .gate
-            .call(&r.principal, &run, if deny { &denied } else { &read })
+        let outcome = gate
+            .call(&principal, &run, if deny { &denied } else { &read })
             .await
             .map_err(|e| DecisionsError::Setup(format!("gate call failed: {e}")))?;
         let took = start.elapsed();
@@ -190,7 +207,8 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
 
 /// Runs the benchmark on the current tokio runtime.
 pub async fn decisions(plan: DecisionsPlan) -> Result<DecisionsReport, DecisionsError> {
-    let config = Arc::new(bridle_runtime::bundled::checkout().map_err(|e| DecisionsError::Setup(e.to_string()))?);
+    let (config, principals) = fixture(plan.tenants)?;
+    let config = Arc::new(config);
     let mut replicas = Vec::new();
     for _ in 0..plan.replicas.max(1) {
         replicas.push(Arc::new(replica(&plan, &config).await?));
@@ -198,9 +216,12 @@ pub async fn decisions(plan: DecisionsPlan) -> Result<DecisionsReport, Decisions
     let (measuring, stop) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
     let mut tasks = Vec::new();
     for task in 0..plan.concurrency.max(1) {
-        let r =
+        // Replica and tenant vary independently: every replica serves every tenant.
+        let gate =
             replicas.get(task % replicas.len()).cloned().ok_or_else(|| DecisionsError::Setup("no replica".into()))?;
-        tasks.push(tokio::spawn(caller(r, task as u64, measuring.clone(), stop.clone())));
+        let principal = principals.get((task / replicas.len()) % principals.len()).cloned();
+        let principal = principal.ok_or_else(|| DecisionsError::Setup("no principal".into()))?;
+        tasks.push(tokio::spawn(caller(gate, principal, task as u64, measuring.clone(), stop.clone())));
     }
     // Warm-up: a fifth of the measured time, at most a second.
     tokio::time::sleep((plan.duration / 5).min(Duration::from_secs(1))).await;
@@ -218,17 +239,18 @@ pub async fn decisions(plan: DecisionsPlan) -> Result<DecisionsReport, Decisions
     latencies.sort_unstable_by(f64::total_cmp);
     let decisions = latencies.len() as u64;
     let first = replicas.first().ok_or_else(|| DecisionsError::Setup("no replica".into()))?;
-    let report = bridle_runtime::audit::verify(first.gate.stores().audit.as_ref()).await?;
+    let report = bridle_runtime::audit::verify(first.stores().audit.as_ref()).await?;
     if !report.ok() {
         return Err(DecisionsError::Setup(format!("audit chain broken: {:?}", report.broken)));
     }
     let per_s = decisions as f64 / seconds;
     Ok(DecisionsReport {
-        store: first.gate.stores().url.clone(),
+        store: first.stores().url.clone(),
         backend: backend(&plan.store),
         durability: durability(&plan.store),
         batch: plan.batch,
         replicas: replicas.len(),
+        tenants: principals.len(),
         concurrency: plan.concurrency.max(1),
         seconds,
         decisions,
@@ -242,6 +264,7 @@ pub async fn decisions(plan: DecisionsPlan) -> Result<DecisionsReport, Decisions
             max: quantile(&latencies, 1.0),
         },
         audit_events_verified: report.tenants.iter().map(|(_, n)| n).sum(),
+        audit_chains_verified: report.tenants.len(),
     })
 }
 

@@ -40,6 +40,10 @@ pub struct DecisionsArgs {
     /// Stores (pools, writers, gates) on the same URL, as separate `bridle serve` replicas.
     #[arg(long, default_value_t = 1)]
     pub replicas: usize,
+    /// Tenants the callers act for (the bundled tenant-a and copies of it), each with its own
+    /// audit chain.
+    #[arg(long, default_value_t = 1)]
+    pub tenants: usize,
     /// Tokio worker threads (default: one per core).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -99,6 +103,7 @@ fn decisions(args: &DecisionsArgs, json: bool) -> anyhow::Result<ExitCode> {
         duration: std::time::Duration::from_secs_f64(args.seconds),
         batch: (args.batch > 0).then_some(args.batch),
         replicas: args.replicas.max(1),
+        tenants: args.tenants.max(1),
     };
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     if let Some(n) = args.threads {
@@ -115,8 +120,8 @@ fn decisions(args: &DecisionsArgs, json: bool) -> anyhow::Result<ExitCode> {
     } else {
         let batch = report.batch.map_or_else(|| "off".to_owned(), |n| format!("<= {n}"));
         super::out::line(&format!(
-            "{} ({}, durability {}), group commit {batch}, {} replica(s), {} callers",
-            report.store, report.backend, report.durability, report.replicas, report.concurrency
+            "{} ({}, durability {}), group commit {batch}, {} replica(s), {} tenant(s), {} callers",
+            report.store, report.backend, report.durability, report.replicas, report.tenants, report.concurrency
         ))?;
         super::out::line(&format!(
             "{:.0} decisions/s ({} in {:.2} s, {} denied); {:.1} us per decision",
@@ -124,8 +129,8 @@ fn decisions(args: &DecisionsArgs, json: bool) -> anyhow::Result<ExitCode> {
         ))?;
         let l = report.latency_us;
         super::out::line(&format!(
-            "latency per call: p50 {:.0} us, p90 {:.0} us, p99 {:.0} us, max {:.0} us; audit chain verified ({} events)",
-            l.p50, l.p90, l.p99, l.max, report.audit_events_verified
+            "latency per call: p50 {:.0} us, p90 {:.0} us, p99 {:.0} us, max {:.0} us; audit verified ({} events in {} chain(s))",
+            l.p50, l.p90, l.p99, l.max, report.audit_events_verified, report.audit_chains_verified
         ))?;
     }
     Ok(ExitCode::SUCCESS)

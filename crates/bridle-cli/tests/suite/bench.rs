@@ -62,4 +62,12 @@ fn the_decisions_benchmark_runs_tiny_and_verifies_its_chain() {
     let out = bridle(&["bench", "decisions", "--store", "memory", "--seconds", "0.1", "--replicas", "2"], dir.path());
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("decisions/s"), "{}", text(&out.stdout));
+    // Callers over three tenants write three chains, each verified.
+    let db = format!("sqlite://{}", dir.path().join("t.db").display());
+    let args = ["bench", "decisions", "--store", &db, "--concurrency", "6", "--seconds", "0.3", "--tenants", "3"];
+    let out = bridle(&[&args[..], &["--json", "--replicas", "2"]].concat(), dir.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    assert_eq!((report["tenants"].as_u64(), report["replicas"].as_u64()), (Some(3), Some(2)), "{report}");
+    assert_eq!(report["audit_chains_verified"], 3, "{report}");
 }

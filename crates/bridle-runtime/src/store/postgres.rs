@@ -21,7 +21,8 @@
 //!   advisory lock per tenant it touches ([`Lock::Chain`], in sorted order, LAST: after every
 //!   row the transaction changes) before reading the chain's head, so appends of one tenant
 //!   queue while other tenants proceed; the `(tenant, seq)` primary key refuses a fork even if
-//!   that were bypassed;
+//!   that were bypassed. A plain append commits asynchronously and then flushes, so the lock
+//!   is released before the disk write (see [`ASYNC_COMMIT`]);
 //! - automatic changes (`sql/auto_actions.rs`): an advisory lock per tenant and resource
 //!   ([`Lock::AutoWindow`]) before counting the window.
 
@@ -100,16 +101,34 @@ impl PostgresStore {
     }
 }
 
-/// The run admission's transaction commits without waiting for its WAL flush (one round trip
-/// with `BEGIN`, as a simple query).
+/// Run admissions and audit appends commit without waiting for their WAL flush (one round trip
+/// with `BEGIN`, as a simple query), so a tenant's chain lock is held for a few round trips, never
+/// across the disk write, and the replicas appending to one chain do not queue behind each
+/// other's fsync.
 ///
-/// INVARIANT: nothing a call does outside the database happens before a synchronous commit that
-/// follows its admission in the WAL: every call appends its `tool_call` event (and a change its
-/// `job_dispatched` event, before the side effect) in a transaction that waits for the flush, and
-/// the WAL is flushed in order, so that commit makes the admission durable too. A crash can only
-/// lose admissions of calls that never answered and never acted (their count, a lease that would
-/// lapse anyway, or a run's first binding, which the next call makes again).
+/// INVARIANT: nothing a call does outside the database happens before a synchronous commit or a
+/// [`FLUSH`] that follows its writes in the WAL, and the WAL is flushed in order:
+/// - an audit append answers only after its [`FLUSH`], so every event a caller was told about
+///   (the `tool_call` of every call, the `job_dispatched` of a change, before its side effect) is
+///   durable, and so are the admission and the events chained before it;
+/// - reads of the log that hand events or heads out of the store ([`AuditLog::events`],
+///   [`AuditLog::heads`]) flush after reading, so no exported event and no signed head can
+///   vanish in a crash;
+/// - a state change that appends inside its own transaction commits synchronously.
+///
+/// A crash can only lose asynchronous commits nobody was answered about: admissions of calls
+/// that never answered and never acted (their count, a lease that would lapse anyway, a run's
+/// first binding, which the next call makes again) and audit events whose callers were still
+/// waiting, each with every later event of its chain, so what survives is a prefix of every
+/// chain.
+///
+/// [`AuditLog::events`]: bridle_core::ports::AuditLog::events
+/// [`AuditLog::heads`]: bridle_core::ports::AuditLog::heads
 const ASYNC_COMMIT: &str = "BEGIN; SET LOCAL synchronous_commit = off";
+/// A synchronous commit of one WAL record of its own: `setval` writes the sequence's record
+/// under a transaction id (migration 13), so the commit waits for the WAL to be flushed up to
+/// that record, past every commit before it. Concurrent flushes take no lock of each other's.
+const FLUSH: &str = "SELECT setval('audit_flush', 1)";
 
 /// The first key of the two-key advisory locks that serialize appends per tenant (`audt` as
 /// ASCII); the migration lock uses the one-key form, so the two never collide.
@@ -128,8 +147,13 @@ impl Dialect for PostgresDb {
     }
 
     /// Committed asynchronously: see [`ASYNC_COMMIT`] for why that is safe.
-    async fn begin_admission(&self) -> StoreResult<Self::Tx> {
+    async fn begin_async(&self) -> StoreResult<Self::Tx> {
         self.pool.begin_with(ASYNC_COMMIT).await.map_err(db_err)
+    }
+
+    async fn flush(&self) -> StoreResult<()> {
+        sqlx::query(FLUSH).execute(&self.pool).await.map_err(db_err)?;
+        Ok(())
     }
 
     async fn read(&self) -> StoreResult<Self::Pooled> {

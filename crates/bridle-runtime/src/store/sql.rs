@@ -7,7 +7,8 @@
 //! "the n-th argument" too), `CAST(… AS …)` rather than `::`, upserts whose `ON CONFLICT`
 //! clauses name the table. What differs lives in the two [`Dialect`] implementations, side by
 //! side: how a write transaction begins (SQLite's `BEGIN IMMEDIATE` on its one writer connection,
-//! a pooled `BEGIN` on PostgreSQL, asynchronous commit for run admissions there), the locks a
+//! a pooled `BEGIN` on PostgreSQL, asynchronous commit for run admissions and audit appends there,
+//! and the flush that makes those durable), the locks a
 //! transaction takes beside its rows (PostgreSQL's advisory locks; SQLite's write lock already
 //! serializes), the batch insert of audit events, how a unique violation is recognised, and a
 //! few SQL fragments (JSONB, booleans, byte-order sorting).
@@ -139,8 +140,8 @@ pub(crate) use args;
 pub enum TxKind {
     /// As [`Dialect::begin`].
     Write,
-    /// As [`Dialect::begin_admission`].
-    Admission,
+    /// As [`Dialect::begin_async`].
+    Async,
 }
 
 /// What a job of [`Dialect::transact`] decided: its answer, and whether its writes are kept
@@ -187,8 +188,13 @@ pub trait Dialect: Send + Sync + 'static {
 
     /// A write transaction.
     fn begin(&self) -> impl Future<Output = StoreResult<Self::Tx>> + Send;
-    /// The write transaction of a run admission (see each dialect for its durability).
-    fn begin_admission(&self) -> impl Future<Output = StoreResult<Self::Tx>> + Send;
+    /// A write transaction whose commit may return before its writes are durable (PostgreSQL's
+    /// asynchronous commit; SQLite: as [`Self::begin`]). They are durable once a later
+    /// synchronous commit, or [`Self::flush`], returns: the WAL is flushed in order.
+    fn begin_async(&self) -> impl Future<Output = StoreResult<Self::Tx>> + Send;
+    /// Returns once every transaction committed before the call is durable (at the durability
+    /// the store's URL sets); nothing to do where every commit already is.
+    fn flush(&self) -> impl Future<Output = StoreResult<()>> + Send;
     /// A connection for reads.
     fn read(&self) -> impl Future<Output = StoreResult<Self::Pooled>> + Send;
     /// A connection for writes outside a transaction (one statement, or a read of what it
@@ -210,7 +216,7 @@ pub trait Dialect: Send + Sync + 'static {
         async move {
             let mut tx = match kind {
                 TxKind::Write => self.begin().await?,
-                TxKind::Admission => self.begin_admission().await?,
+                TxKind::Async => self.begin_async().await?,
             };
             let done = job(&mut tx).await?;
             if done.keep {

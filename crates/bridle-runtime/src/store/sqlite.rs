@@ -88,8 +88,13 @@ impl Dialect for SqliteDb {
     }
 
     /// As any write: group-committed, durable as `synchronous` says.
-    async fn begin_admission(&self) -> StoreResult<Self::Tx> {
+    async fn begin_async(&self) -> StoreResult<Self::Tx> {
         self.writer.begin().await
+    }
+
+    /// Every commit is already as durable as `synchronous` says.
+    async fn flush(&self) -> StoreResult<()> {
+        Ok(())
     }
 
     async fn read(&self) -> StoreResult<Self::Pooled> {

@@ -64,6 +64,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "drop_audit_by_run",
         sql: include_str!("../../../migrations/postgres/0012_drop_audit_by_run.sql"),
     },
+    Migration {
+        version: 13,
+        name: "audit_flush",
+        sql: include_str!("../../../migrations/postgres/0013_audit_flush.sql"),
+    },
 ];
 
 /// The advisory lock key that serializes migration runs (`bridle` as ASCII, an arbitrary

@@ -8,6 +8,11 @@
 //! advisory lock per tenant (see `postgres.rs`), so appends of one tenant queue while other
 //! tenants proceed. The `(tenant, seq)` primary key refuses a fork even if that were bypassed.
 //!
+//! A plain append ([`AuditLog::append`]) commits asynchronously where the dialect can and
+//! answers after [`Dialect::flush`]: the chain's lock is held until the commit, not until the
+//! disk has the commit, so appends of one chain from several replicas do not queue behind each
+//! other's fsync. Reads that hand events out flush after reading (see `postgres.rs`).
+//!
 //! Every field the hash covers is its own column and events are rebuilt from those columns
 //! alone, so an edit to any stored field breaks `verify_chain` at that row. `at` is stored as
 //! unix nanoseconds plus its UTC offset, because the hash covers its RFC 3339 text. How a batch
@@ -131,7 +136,9 @@ impl<D: Dialect> AuditLog for SqlStore<D> {
         let append = job::<D, _, _>(move |conn| {
             Box::pin(async move { append_prepared::<D>(conn, prepared).await.map(Done::kept) })
         });
-        self.db().transact(TxKind::Write, append).await
+        let events = self.db().transact(TxKind::Async, append).await?;
+        self.db().flush().await?;
+        Ok(events)
     }
 
     async fn tenants(&self) -> StoreResult<Vec<String>> {
@@ -147,6 +154,9 @@ impl<D: Dialect> AuditLog for SqlStore<D> {
         let sql = format!("SELECT {COLUMNS} FROM audit_events WHERE tenant = $1 AND seq > $2 ORDER BY seq LIMIT $3");
         let mut conn = self.db().read().await?;
         let rows = D::fetch_all(&mut conn, &sql, args![tenant, after, i64::from(limit)]).await?;
+        drop(conn);
+        // What leaves the store must survive a crash (see `postgres.rs`).
+        self.db().flush().await?;
         rows.iter().map(rows::audit_event).collect()
     }
 
@@ -183,6 +193,9 @@ impl<D: Dialect> AuditLog for SqlStore<D> {
         );
         let mut conn = self.db().read().await?;
         let rows = D::fetch_all(&mut conn, &sql, &[]).await?;
+        drop(conn);
+        // A signed head must never name an event a crash could lose.
+        self.db().flush().await?;
         rows.iter()
             .map(|r| {
                 let tenant = r.text("tenant")?;

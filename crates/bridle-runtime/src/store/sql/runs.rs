@@ -1,7 +1,7 @@
 //! Runs and taint (migrations `sqlite/0009_runs.sql`, `postgres/0008_runs.sql`).
 //!
 //! An admission is one conditional upsert in the dialect's admission transaction
-//! ([`Dialect::begin_admission`]; on PostgreSQL committed without waiting for the disk): it
+//! ([`Dialect::begin_async`]; on PostgreSQL committed without waiting for the disk): it
 //! opens the run bound to the caller's subject, or counts the call if the run is the caller's,
 //! its deadline is ahead and it has calls left (`RETURNING` says which). A concurrent admission
 //! (on PostgreSQL, on another replica) waits for the run's row and the WHERE clause is checked
@@ -167,7 +167,7 @@ impl<D: Dialect> RunLedger for SqlStore<D> {
     async fn admit(&self, admit: &RunAdmit<'_>) -> StoreResult<Result<RunRecord, RunRefusal>> {
         let owned = Owned::new(admit);
         let admission = job::<D, _, _>(move |conn| Box::pin(async move { admit_in::<D>(conn, &owned.admit()).await }));
-        self.db().transact(TxKind::Admission, admission).await
+        self.db().transact(TxKind::Async, admission).await
     }
 
     async fn run(&self, tenant: &str, run_id: &str) -> StoreResult<Option<RunRecord>> {
@@ -177,7 +177,7 @@ impl<D: Dialect> RunLedger for SqlStore<D> {
 
     async fn release(&self, tenant: &str, run_id: &str, call_id: &str) -> StoreResult<()> {
         // A release lost in a crash only leaves a lease to lapse on its own.
-        let mut tx = self.db().begin_admission().await?;
+        let mut tx = self.db().begin_async().await?;
         let sql = "DELETE FROM run_leases WHERE tenant = $1 AND run_id = $2 AND call_id = $3";
         D::execute(&mut tx, sql, args![tenant, run_id, call_id]).await?;
         D::commit(tx).await
