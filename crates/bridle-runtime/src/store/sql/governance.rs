@@ -71,6 +71,14 @@ impl<D: Dialect> KillSwitches for SqlStore<D> {
     }
 }
 
+/// `columns` of the switches that can cover a call of the tenant bound as `tenant` on behalf of
+/// the agent bound as `agent` (`''`: on no agent's behalf): each scope a primary-key probe.
+pub(super) fn covering_probes(columns: &str, tenant: &str, agent: &str) -> String {
+    [("''", "''"), ("''", agent), (tenant, "''"), (tenant, agent)]
+        .map(|(t, a)| format!("SELECT {columns} FROM kill_switches WHERE scope_tenant = {t} AND scope_agent = {a}"))
+        .join(" UNION ALL ")
+}
+
 /// The earliest switch covering a call of `tenant` on behalf of `agent`, read through `conn`
 /// (a reader, or the run admission's transaction). The (at most four) scopes that can cover the
 /// call are each a primary-key probe; the earliest is picked here: `IN (…)` lists and `ORDER BY`
@@ -81,14 +89,7 @@ pub(super) async fn covering_in<D: Dialect>(
     tenant: &str,
     agent: Option<&str>,
 ) -> StoreResult<Option<KillSwitch>> {
-    static SQL: LazyLock<String> = LazyLock::new(|| {
-        format!(
-            "SELECT {KILL_COLUMNS} FROM kill_switches WHERE scope_tenant = '' AND scope_agent = ''
-             UNION ALL SELECT {KILL_COLUMNS} FROM kill_switches WHERE scope_tenant = '' AND scope_agent = $2
-             UNION ALL SELECT {KILL_COLUMNS} FROM kill_switches WHERE scope_tenant = $1 AND scope_agent = ''
-             UNION ALL SELECT {KILL_COLUMNS} FROM kill_switches WHERE scope_tenant = $1 AND scope_agent = $2"
-        )
-    });
+    static SQL: LazyLock<String> = LazyLock::new(|| covering_probes(KILL_COLUMNS, "$1", "$2"));
     let rows = D::fetch_all(conn, &SQL, args![tenant, agent.unwrap_or("")]).await?;
     let switches = rows.iter().map(kill_switch).collect::<StoreResult<Vec<_>>>()?;
     Ok(bridle_core::kill::covering_earliest(&switches, tenant, agent).cloned())

@@ -3,10 +3,12 @@
 //! An admission is one conditional upsert in the dialect's admission transaction
 //! ([`Dialect::begin_async`]; on PostgreSQL committed without waiting for the disk): it
 //! opens the run bound to the caller's subject, or counts the call if the run is the caller's,
-//! its deadline is ahead and it has calls left (`RETURNING` says which). A concurrent admission
+//! its deadline is ahead and it has calls left (`RETURNING` says which); with the kill check
+//! ([`RunAdmit::kill_check`]) it also probes the kill switches and writes nothing when one covers
+//! the call, so the switch, the run and its limits cost one statement. A concurrent admission
 //! (on PostgreSQL, on another replica) waits for the run's row and the WHERE clause is checked
-//! against the committed row, so the calls admitted never pass the limit. Only a refusal pays a
-//! second statement, to read the run and say why. Under a concurrency limit the upsert and the
+//! against the committed row, so the calls admitted never pass the limit. Only a refusal pays
+//! more statements, to read the switches and the run and say why. Under a concurrency limit the upsert and the
 //! lease run in the same transaction: the upsert's row lock serializes the run's lease count,
 //! and a refused lease counts nothing. Run taint keeps its first reason (`ON CONFLICT DO
 //! NOTHING`); actor taint its latest.
@@ -23,6 +25,20 @@ use crate::store::rows::{Columns, to_nanos};
 
 /// Columns of a run, in select order.
 const RUN_COLUMNS: &str = "tenant, run_id, subject, agent, opened_at, last_call_at, calls, state";
+
+/// The admission's upsert: opens the run or counts the call when `condition` holds and the run's
+/// subject, call limit (`$6`) and deadline (`$7`: opened after) allow; returns the run, or
+/// nothing.
+fn upsert_sql(condition: &str) -> String {
+    format!(
+        "INSERT INTO runs ({RUN_COLUMNS}) SELECT $1, $2, $3, $4, $5, $5, 1, 'open' WHERE {condition}
+         ON CONFLICT (tenant, run_id) DO UPDATE SET calls = runs.calls + 1,
+             last_call_at = EXCLUDED.last_call_at, state = 'open'
+         WHERE runs.subject = EXCLUDED.subject AND (CAST($6 AS BIGINT) IS NULL OR runs.calls < $6)
+             AND (CAST($7 AS BIGINT) IS NULL OR runs.opened_at > $7)
+         RETURNING {RUN_COLUMNS}"
+    )
+}
 
 /// Bound values of one admission.
 struct Admission<'a> {
@@ -44,22 +60,24 @@ impl<'a> Admission<'a> {
         Ok(Self { admit, now, calls_limit, opened_after })
     }
 
-    /// Opens the run or counts the call; `None` when the run refuses it.
+    /// Opens the run or counts the call; `None` when the run refuses it or (with
+    /// [`RunAdmit::kill_check`]) a kill switch covers the call, in which case nothing is written.
     async fn upsert<D: Dialect>(&self, conn: &mut D::Conn) -> StoreResult<Option<RunRecord>> {
         // Built once: admissions run on the SQLite writer's thread, one per call.
-        static SQL: LazyLock<String> = LazyLock::new(|| {
-            format!(
-                "INSERT INTO runs ({RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $5, 1, 'open')
-                 ON CONFLICT (tenant, run_id) DO UPDATE SET calls = runs.calls + 1,
-                     last_call_at = EXCLUDED.last_call_at, state = 'open'
-                 WHERE runs.subject = EXCLUDED.subject AND (CAST($6 AS BIGINT) IS NULL OR runs.calls < $6)
-                     AND (CAST($7 AS BIGINT) IS NULL OR runs.opened_at > $7)
-                 RETURNING {RUN_COLUMNS}"
-            )
+        static SQL: LazyLock<String> = LazyLock::new(|| upsert_sql("true"));
+        static UNLESS_KILLED: LazyLock<String> = LazyLock::new(|| {
+            // A kill switch covers a call of tenant `$1` on behalf of agent `$8`.
+            upsert_sql(&format!("NOT EXISTS ({})", super::governance::covering_probes("1", "$1", "$8")))
         });
         let a = self.admit;
-        let args = args![a.tenant, a.run_id, a.subject, a.agent, self.now, self.calls_limit, self.opened_after];
-        let row = D::fetch_optional(conn, &SQL, args).await?;
+        let (limit, after) = (self.calls_limit, self.opened_after);
+        let row = if a.kill_check {
+            let agent = a.agent.unwrap_or("");
+            let args = args![a.tenant, a.run_id, a.subject, a.agent, self.now, limit, after, agent];
+            D::fetch_optional(conn, &UNLESS_KILLED, args).await?
+        } else {
+            D::fetch_optional(conn, &SQL, args![a.tenant, a.run_id, a.subject, a.agent, self.now, limit, after]).await?
+        };
         row.as_ref().map(crate::store::rows::run).transpose()
     }
 
@@ -127,20 +145,21 @@ impl Owned {
     }
 }
 
-/// One admission's statements: the kill switches first (with `kill_check`), then the run; a
-/// refused lease undoes the call's count.
+/// One admission's statements: the run's upsert (which, with `kill_check`, writes nothing when
+/// a kill switch covers the call); only a refusal reads why, the kill switches first. A refused
+/// lease undoes the call's count.
 async fn admit_in<D: Dialect>(
     conn: &mut D::Conn,
     admit: &RunAdmit<'_>,
 ) -> StoreResult<Done<Result<RunRecord, RunRefusal>>> {
-    if admit.kill_check
-        && let Some(switch) = super::governance::covering_in::<D>(conn, admit.tenant, admit.agent).await?
-    {
-        // Nothing counted, nothing written.
-        return Ok(Done { value: Err(RunRefusal::Killed(switch)), keep: false });
-    }
     let a = Admission::new(admit)?;
     let Some(record) = a.upsert::<D>(conn).await? else {
+        if admit.kill_check
+            && let Some(switch) = super::governance::covering_in::<D>(conn, admit.tenant, admit.agent).await?
+        {
+            // Nothing counted, nothing written.
+            return Ok(Done { value: Err(RunRefusal::Killed(switch)), keep: false });
+        }
         return Ok(Done::kept(Err(a.refusal::<D>(conn).await?)));
     };
     let (Some(limit), Some(lease)) = (admit.limits.concurrency, admit.lease) else {
