@@ -3,7 +3,8 @@
 #   CARGO_TARGET_DIR=/var/tmp/bridle-bench-target cargo build --release -p bridle-cli
 #   bench/decisions/run.sh > decisions.jsonl   (BRIDLE=path/to/bridle, PG=postgres://…, SECONDS_PER_RUN=5)
 # Durable audited decisions/s: SQLite NORMAL/FULL and PostgreSQL synchronous_commit on/off,
-# group commit (batch 64) vs none, 128 callers; then 2 replicas on one PostgreSQL.
+# group commit (batch 64) vs none, 128 callers; then 1 and 2 replicas on one PostgreSQL, callers
+# over 1 and 2 tenants (issue 23, point 4).
 B=${BRIDLE:-/var/tmp/bridle-bench-target/release/bridle}
 S=${SECONDS_PER_RUN:-5}
 PG=${PG:-postgres://postgres@127.0.0.1:5432/test}
@@ -22,6 +23,11 @@ for sc in on off; do
     run --store "$(fresh_pg "&options[synchronous_commit]=$sc")" --batch $batch --concurrency 128
   done
   run --store "$(fresh_pg "&options[synchronous_commit]=$sc")" --batch 0 --concurrency 1
+done
+for tenants in 1 2; do
+  for replicas in 1 2; do
+    run --store "$(fresh_pg "")" --concurrency 128 --replicas $replicas --tenants $tenants
+  done
 done
 for batch in 64 0; do
   run --store "$(fresh_pg "")" --batch $batch --concurrency 128 --replicas 2
