@@ -302,13 +302,13 @@ pub trait RunFlags: Send + Sync {
 /// admit more calls, or more concurrent calls, than the limits allow between them.
 #[async_trait]
 pub trait RunLedger: Send + Sync {
-    /// Admits one call: `Ok(record)` with the call counted (and its lease taken), or the refusal
-    /// with nothing counted. A refusal for the deadline or the spent calls also records the run's
+    /// Admits one call: `Ok` with the call counted (and its lease taken) and, with a
+    /// [`crate::runs::TaintCheck`], the taint it read, or the refusal with nothing counted. A refusal for the deadline or the spent calls also records the run's
     /// new state.
     async fn admit(
         &self,
         admit: &crate::runs::RunAdmit<'_>,
-    ) -> StoreResult<Result<crate::runs::RunRecord, crate::runs::RunRefusal>>;
+    ) -> StoreResult<Result<crate::runs::Admitted, crate::runs::RunRefusal>>;
     /// The run's record, if it was opened.
     async fn run(&self, tenant: &str, run_id: &str) -> StoreResult<Option<crate::runs::RunRecord>>;
     /// Frees the lease of call `call_id` (a no-op if it has none or it lapsed).

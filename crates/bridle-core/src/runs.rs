@@ -263,6 +263,30 @@ pub struct RunAdmit<'a> {
     /// counting anything: the gate's per-call kill check and the run's admission in one round
     /// trip to the store.
     pub kill_check: bool,
+    /// With a check: the admission also reads the taint of the run, or of its actor within a
+    /// window, and answers it with the admitted call ([`Admitted::taint`]), so a call that can
+    /// escalate on taint reads it in the same round trip.
+    pub taint_check: Option<TaintCheck>,
+}
+
+/// The taint an admission reads for its call: the run's, else the actor's recorded at or after
+/// `since` (as [`crate::ports::RunFlags::tainted`] reads them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaintCheck {
+    /// `agent:NAME` or `subject:SUB` (see [`crate::ports::TaintMark::actor`]); `None`: the run's
+    /// taint only.
+    pub actor: Option<String>,
+    /// The start of the actor's taint window.
+    pub since: OffsetDateTime,
+}
+
+/// An admitted call: the run's record with the call counted, and the taint its admission read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Admitted {
+    /// The run after the call was counted.
+    pub record: RunRecord,
+    /// With [`RunAdmit::taint_check`]: the run's or actor's taint, if any; else `None`.
+    pub taint: Option<crate::ports::Taint>,
 }
 
 /// A call's hold on one of its run's concurrency slots, released when the call ends and void

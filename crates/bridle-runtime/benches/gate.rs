@@ -269,8 +269,9 @@ fn runs(c: &mut Criterion) {
                     now,
                     limits,
                     lease,
-                    // As the gate admits: the kill switches read in the same transaction.
+                    // As the gate admits a read: the kill switches read in the same transaction.
                     kill_check: true,
+                    taint_check: None,
                 };
                 s.runs.admit(&a).await.unwrap().unwrap();
                 if lease.is_some() {

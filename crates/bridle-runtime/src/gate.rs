@@ -443,7 +443,7 @@ impl Gate {
         }
         let req = &*admitted;
         // 2. run state
-        run_state::check(self, principal, run, req, who, t).await?;
+        let taint_read = run_state::check(self, principal, run, req, who, t).await?;
         // 3. contract
         let tool = self
             .config
@@ -475,7 +475,7 @@ impl Gate {
         // 6. state rules (after policy: an unauthorized caller never triggers a read)
         state_rules::check(self, &plan, &tool, &req.arguments, t).await?;
         // 7. approval level
-        let taint = self.run_taint(principal, run, who, &tool, t.now).await?;
+        let taint = self.run_taint(principal, run, who, &tool, taint_read, t.now).await?;
         let mut level =
             level::decide_in_run(&self.config.levels, &tool, &req.arguments, &req.signals, taint.as_deref());
         t.approval_context = history::check(self, principal, &tool, &req.signals, &mut level, t.now).await?;
@@ -521,16 +521,39 @@ impl Gate {
         Ok(done)
     }
 
-    /// Where the call's untrusted content came from, if it took any in: the caller's flag
-    /// (`Some("")`), else the store's record of the run, else of the call's actor (its
+    /// What the store must say about taint for a call of `tool`: the run's, and the actor's (its
     /// credential's agent, or its subject) within `[taint] window`. Only a `change` can escalate
-    /// on taint, so only a change pays the store read (one per call).
+    /// on taint, and the caller's own flag needs no read: `None` then.
+    pub(crate) fn taint_check(
+        &self,
+        principal: &Principal,
+        run: &RunContext,
+        who: &identity::Who,
+        tool: &str,
+        now: time::OffsetDateTime,
+    ) -> Option<bridle_core::runs::TaintCheck> {
+        let change = self.config.registry.get(tool).is_some_and(|t| t.mode == Mode::Change);
+        if !change || run.tainted {
+            return None;
+        }
+        let window = self.config.taint.window;
+        let actor = (!window.is_zero()).then(|| who.actor(principal));
+        let since = now.checked_sub(time::Duration::try_from(window).unwrap_or(time::Duration::MAX)).unwrap_or(now);
+        Some(bridle_core::runs::TaintCheck { actor, since })
+    }
+
+    /// Where the call's untrusted content came from, if it took any in: the caller's flag
+    /// (`Some("")`), else the store's record of the run, else of the call's actor within
+    /// `[taint] window` ([`Self::taint_check`]). Only a `change` can escalate on taint, so only
+    /// a change asks the store, and an admitted call has its answer from its admission (`read`);
+    /// a dry run reads it here.
     async fn run_taint(
         &self,
         principal: &Principal,
         run: &RunContext,
         who: &identity::Who,
         tool: &ToolContract,
+        read: Option<Option<bridle_core::ports::Taint>>,
         now: time::OffsetDateTime,
     ) -> Result<Option<String>, Stop> {
         if tool.mode != Mode::Change {
@@ -539,14 +562,24 @@ impl Gate {
         if run.tainted {
             return Ok(Some(String::new()));
         }
+        let Some(check) = self.taint_check(principal, run, who, &tool.name, now) else { return Ok(None) };
+        let taint = match read {
+            Some(taint) => taint,
+            None => {
+                let flags = &self.stores.run_flags;
+                flags.tainted(&principal.tenant, &run.run_id, check.actor.as_deref(), check.since).await?
+            }
+        };
         let window = self.config.taint.window;
-        let actor = (!window.is_zero()).then(|| who.actor(principal));
-        let since = now.checked_sub(time::Duration::try_from(window).unwrap_or(time::Duration::MAX)).unwrap_or(now);
-        let taint = self.stores.run_flags.tainted(&principal.tenant, &run.run_id, actor.as_deref(), since).await?;
         Ok(taint.map(|t| match t.via {
             bridle_core::ports::TaintVia::Run => t.reason,
             bridle_core::ports::TaintVia::Actor => {
-                format!("{} (taint follows {} for {}s)", t.reason, actor.as_deref().unwrap_or(""), window.as_secs())
+                format!(
+                    "{} (taint follows {} for {}s)",
+                    t.reason,
+                    check.actor.as_deref().unwrap_or(""),
+                    window.as_secs()
+                )
             }
         }))
     }

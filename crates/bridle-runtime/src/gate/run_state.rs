@@ -13,13 +13,15 @@
 //!
 //! The run is the server's record (`RunLedger::admit`, one atomic step per store): the first call
 //! opens it bound to its subject, and every call is counted against `[limits]` as they apply to
-//! the tenant and the call's agent. Under a concurrency limit the call holds a lease until
+//! the tenant and the call's agent. A call to a change tool also reads the run's (or its
+//! actor's) taint in the admission (`RunAdmit::taint_check`), for step 7. Under a concurrency limit the call holds a lease until
 //! `Gate::call` releases it (or it lapses after the longest tool timeout plus a grace).
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use bridle_core::kill::KillSwitch;
+use bridle_core::ports::Taint;
 use bridle_core::runs::{self, Lease, RunAdmit};
 use bridle_core::{Code, Principal, Rejection, RunContext};
 
@@ -73,6 +75,8 @@ impl KillCache {
     }
 }
 
+/// Step 2; with the call admitted, what its admission read of the run's or actor's taint for a
+/// call that can escalate on it (`None`: not read, see [`Gate::taint_check`]).
 pub(super) async fn check(
     gate: &Gate,
     principal: &Principal,
@@ -80,7 +84,7 @@ pub(super) async fn check(
     req: &CallRequest,
     who: &Who,
     t: &mut Trace,
-) -> Result<(), Stop> {
+) -> Result<Option<Option<Taint>>, Stop> {
     // Read in the admission's transaction when nothing is cached and the call is counted.
     let kill_check = gate.kill_cache.reads_every_call() && !req.dry_run;
     if !kill_check && let Some(switch) = gate.kill_cache.covering(gate, &principal.tenant, who.agent.as_deref()).await?
@@ -98,7 +102,7 @@ pub(super) async fn check(
         if let Some(record) = runs.run(&principal.tenant, &run.run_id).await? {
             runs::judge(&record, &principal.subject, &limits, t.now).map_err(|r| r.rejection(&run.run_id))?;
         }
-        return Ok(());
+        return Ok(None);
     }
     let lease = limits.concurrency.map(|_| Lease { call_id: &t.call_id, until: t.now + gate.lease_ttl() });
     let admit = RunAdmit {
@@ -110,10 +114,11 @@ pub(super) async fn check(
         limits,
         lease,
         kill_check,
+        taint_check: gate.taint_check(principal, run, who, &req.tool, t.now),
     };
-    runs.admit(&admit).await?.map_err(|r| r.rejection(&run.run_id))?;
+    let admitted = runs.admit(&admit).await?.map_err(|r| r.rejection(&run.run_id))?;
     t.leased = lease.is_some();
-    Ok(())
+    Ok(admit.taint_check.is_some().then_some(admitted.taint))
 }
 
 impl Gate {

@@ -28,7 +28,7 @@ use gate_level::{
 };
 use governance::{
     action_history_rates_in_place_and_filters, admission_reads_the_kill_switch_and_counts_nothing_when_killed,
-    kill_switches_cover_their_scope_until_lifted,
+    admission_reads_the_taint_it_is_asked_for, kill_switches_cover_their_scope_until_lifted,
 };
 use invariants::concurrent_requests_for_one_plan_share_one_pending_request;
 
@@ -130,6 +130,7 @@ contract!(
     models_move_stage_by_compare_and_set,
     kill_switches_cover_their_scope_until_lifted,
     admission_reads_the_kill_switch_and_counts_nothing_when_killed,
+    admission_reads_the_taint_it_is_asked_for,
     action_history_rates_in_place_and_filters,
     concurrent_requests_for_one_plan_share_one_pending_request,
     thirty_two_identical_calls_share_one_pending_request_and_one_webhook,

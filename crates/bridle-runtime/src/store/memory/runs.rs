@@ -3,10 +3,10 @@
 
 use async_trait::async_trait;
 use bridle_core::ports::{RunFlags, RunLedger, StoreResult, Taint, TaintMark, TaintVia};
-use bridle_core::runs::{self, RunAdmit, RunRecord, RunRefusal};
+use bridle_core::runs::{self, Admitted, RunAdmit, RunRecord, RunRefusal};
 use time::OffsetDateTime;
 
-use super::{MemoryStore, key};
+use super::{Inner, MemoryStore, key};
 
 /// A run's record and the leases of its calls in flight (call id, lapse).
 #[derive(Debug, Clone)]
@@ -17,8 +17,10 @@ pub(super) struct MemoryRun {
 
 #[async_trait]
 impl RunLedger for MemoryStore {
-    async fn admit(&self, admit: &RunAdmit<'_>) -> StoreResult<Result<RunRecord, RunRefusal>> {
+    async fn admit(&self, admit: &RunAdmit<'_>) -> StoreResult<Result<Admitted, RunRefusal>> {
         let mut inner = self.lock()?;
+        let taint = (admit.taint_check.as_ref())
+            .and_then(|c| taint_in(&inner, admit.tenant, admit.run_id, c.actor.as_deref(), c.since));
         if admit.kill_check
             && let Some(switch) = bridle_core::kill::covering_earliest(inner.kills.values(), admit.tenant, admit.agent)
         {
@@ -44,7 +46,7 @@ impl RunLedger for MemoryStore {
         }
         run.record.calls = run.record.calls.saturating_add(1);
         run.record.last_call_at = admit.now;
-        Ok(Ok(run.record.clone()))
+        Ok(Ok(Admitted { record: run.record.clone(), taint }))
     }
 
     async fn run(&self, tenant: &str, run_id: &str) -> StoreResult<Option<RunRecord>> {
@@ -80,14 +82,17 @@ impl RunFlags for MemoryStore {
         actor: Option<&str>,
         since: OffsetDateTime,
     ) -> StoreResult<Option<Taint>> {
-        let inner = self.lock()?;
-        if let Some(reason) = inner.taints.get(&key(tenant, run_id)) {
-            return Ok(Some(Taint { reason: reason.clone(), via: TaintVia::Run }));
-        }
-        let by_actor = actor
-            .and_then(|a| inner.actor_taints.get(&key(tenant, a)))
-            .filter(|(at, _)| *at >= since)
-            .map(|(_, reason)| Taint { reason: reason.clone(), via: TaintVia::Actor });
-        Ok(by_actor)
+        Ok(taint_in(&*self.lock()?, tenant, run_id, actor, since))
     }
+}
+
+/// The run's taint, else the actor's recorded at or after `since`.
+fn taint_in(inner: &Inner, tenant: &str, run_id: &str, actor: Option<&str>, since: OffsetDateTime) -> Option<Taint> {
+    if let Some(reason) = inner.taints.get(&key(tenant, run_id)) {
+        return Some(Taint { reason: reason.clone(), via: TaintVia::Run });
+    }
+    actor
+        .and_then(|a| inner.actor_taints.get(&key(tenant, a)))
+        .filter(|(at, _)| *at >= since)
+        .map(|(_, reason)| Taint { reason: reason.clone(), via: TaintVia::Actor })
 }

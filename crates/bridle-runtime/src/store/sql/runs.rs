@@ -8,35 +8,52 @@
 //! the call, so the switch, the run and its limits cost one statement. A concurrent admission
 //! (on PostgreSQL, on another replica) waits for the run's row and the WHERE clause is checked
 //! against the committed row, so the calls admitted never pass the limit. Only a refusal pays
-//! more statements, to read the switches and the run and say why. Under a concurrency limit the upsert and the
-//! lease run in the same transaction: the upsert's row lock serializes the run's lease count,
-//! and a refused lease counts nothing. Run taint keeps its first reason (`ON CONFLICT DO
-//! NOTHING`); actor taint its latest.
+//! more statements, to read the switches and the run and say why. Under a concurrency limit the
+//! upsert and the lease run in the same transaction: the upsert's row lock serializes the run's
+//! lease count, and a refused lease counts nothing. Run taint keeps its first reason (`ON
+//! CONFLICT DO NOTHING`); actor taint its latest.
 
 use std::sync::LazyLock;
 
 use async_trait::async_trait;
 use bridle_core::ports::{RunFlags, RunLedger, StoreError, StoreResult, Taint, TaintMark, TaintVia};
-use bridle_core::runs::{self, RunAdmit, RunRecord, RunRefusal};
+use bridle_core::runs::{self, Admitted, RunAdmit, RunRecord, RunRefusal};
 use time::OffsetDateTime;
 
-use super::{Dialect, Done, SqlStore, TxKind, args, job};
+use super::{Arg, Dialect, Done, SqlStore, TxKind, args, job};
 use crate::store::rows::{Columns, to_nanos};
 
 /// Columns of a run, in select order.
 const RUN_COLUMNS: &str = "tenant, run_id, subject, agent, opened_at, last_call_at, calls, state";
 
-/// The admission's upsert: opens the run or counts the call when `condition` holds and the run's
-/// subject, call limit (`$6`) and deadline (`$7`: opened after) allow; returns the run, or
-/// nothing.
-fn upsert_sql(condition: &str) -> String {
+/// The admission's upsert: opens the run or counts the call when the run's subject, call limit
+/// (`$6`) and deadline (`$7`: opened after) allow and, with `kill_check`, no kill switch covers
+/// the call of tenant `$1` on behalf of agent `$8`; returns the run, or nothing. With
+/// `taint_check` it also returns the run's taint and the taint of actor `$n` recorded at or after
+/// `$n+1` (the two parameters after the others).
+fn upsert_sql(kill_check: bool, taint_check: bool) -> String {
+    let condition = if kill_check {
+        format!("NOT EXISTS ({})", super::governance::covering_probes("1", "$1", "$8"))
+    } else {
+        "true".to_owned()
+    };
+    let taint = if taint_check {
+        let (actor, since) = if kill_check { ("$9", "$10") } else { ("$8", "$9") };
+        format!(
+            ", (SELECT reason FROM run_taint WHERE tenant = $1 AND run_id = $2) AS run_taint,
+             (SELECT reason FROM actor_taint WHERE tenant = $1 AND actor = {actor} AND tainted_at >= {since})
+                 AS actor_taint"
+        )
+    } else {
+        String::new()
+    };
     format!(
         "INSERT INTO runs ({RUN_COLUMNS}) SELECT $1, $2, $3, $4, $5, $5, 1, 'open' WHERE {condition}
          ON CONFLICT (tenant, run_id) DO UPDATE SET calls = runs.calls + 1,
              last_call_at = EXCLUDED.last_call_at, state = 'open'
          WHERE runs.subject = EXCLUDED.subject AND (CAST($6 AS BIGINT) IS NULL OR runs.calls < $6)
              AND (CAST($7 AS BIGINT) IS NULL OR runs.opened_at > $7)
-         RETURNING {RUN_COLUMNS}"
+         RETURNING {RUN_COLUMNS}{taint}"
     )
 }
 
@@ -60,25 +77,46 @@ impl<'a> Admission<'a> {
         Ok(Self { admit, now, calls_limit, opened_after })
     }
 
-    /// Opens the run or counts the call; `None` when the run refuses it or (with
-    /// [`RunAdmit::kill_check`]) a kill switch covers the call, in which case nothing is written.
-    async fn upsert<D: Dialect>(&self, conn: &mut D::Conn) -> StoreResult<Option<RunRecord>> {
-        // Built once: admissions run on the SQLite writer's thread, one per call.
-        static SQL: LazyLock<String> = LazyLock::new(|| upsert_sql("true"));
-        static UNLESS_KILLED: LazyLock<String> = LazyLock::new(|| {
-            // A kill switch covers a call of tenant `$1` on behalf of agent `$8`.
-            upsert_sql(&format!("NOT EXISTS ({})", super::governance::covering_probes("1", "$1", "$8")))
+    /// Opens the run or counts the call (with the taint, if asked); `None` when the run refuses
+    /// it or (with [`RunAdmit::kill_check`]) a kill switch covers the call, in which case
+    /// nothing is written.
+    async fn upsert<D: Dialect>(&self, conn: &mut D::Conn) -> StoreResult<Option<Admitted>> {
+        // Built once, by (kill check, taint check): admissions run on the SQLite writer's
+        // thread, one per call.
+        static SQL: LazyLock<[String; 4]> = LazyLock::new(|| {
+            [upsert_sql(false, false), upsert_sql(true, false), upsert_sql(false, true), upsert_sql(true, true)]
         });
         let a = self.admit;
-        let (limit, after) = (self.calls_limit, self.opened_after);
-        let row = if a.kill_check {
-            let agent = a.agent.unwrap_or("");
-            let args = args![a.tenant, a.run_id, a.subject, a.agent, self.now, limit, after, agent];
-            D::fetch_optional(conn, &UNLESS_KILLED, args).await?
-        } else {
-            D::fetch_optional(conn, &SQL, args![a.tenant, a.run_id, a.subject, a.agent, self.now, limit, after]).await?
+        let mut args: Vec<Arg<'_>> =
+            vec![a.tenant.into(), a.run_id.into(), a.subject.into(), a.agent.into(), self.now.into()];
+        args.extend([Arg::from(self.calls_limit), Arg::from(self.opened_after)]);
+        if a.kill_check {
+            args.push(a.agent.unwrap_or("").into());
+        }
+        if let Some(check) = &a.taint_check {
+            // Before the storable range means "any time".
+            let since = to_nanos("taint window", check.since).unwrap_or(i64::MIN);
+            args.extend([Arg::from(check.actor.as_deref()), Arg::from(since)]);
+        }
+        let [plain, unless_killed, with_taint, both] = &*SQL;
+        let sql = match (a.kill_check, a.taint_check.is_some()) {
+            (false, false) => plain,
+            (true, false) => unless_killed,
+            (false, true) => with_taint,
+            (true, true) => both,
         };
-        row.as_ref().map(crate::store::rows::run).transpose()
+        let Some(row) = D::fetch_optional(conn, sql, &args).await? else { return Ok(None) };
+        let record = crate::store::rows::run(&row)?;
+        let taint = if a.taint_check.is_some() {
+            match (row.opt_text("run_taint")?, row.opt_text("actor_taint")?) {
+                (Some(reason), _) => Some(Taint { reason, via: TaintVia::Run }),
+                (None, Some(reason)) => Some(Taint { reason, via: TaintVia::Actor }),
+                (None, None) => None,
+            }
+        } else {
+            None
+        };
+        Ok(Some(Admitted { record, taint }))
     }
 
     /// Why the run refused the call (read in the admission's transaction, which saw the
@@ -115,6 +153,7 @@ struct Owned {
     limits: runs::RunLimits,
     lease: Option<(String, OffsetDateTime)>,
     kill_check: bool,
+    taint_check: Option<runs::TaintCheck>,
 }
 
 impl Owned {
@@ -128,6 +167,7 @@ impl Owned {
             limits: a.limits,
             lease: a.lease.map(|l| (l.call_id.to_owned(), l.until)),
             kill_check: a.kill_check,
+            taint_check: a.taint_check.clone(),
         }
     }
 
@@ -141,6 +181,7 @@ impl Owned {
             limits: self.limits,
             lease: self.lease.as_ref().map(|(call_id, until)| runs::Lease { call_id, until: *until }),
             kill_check: self.kill_check,
+            taint_check: self.taint_check.clone(),
         }
     }
 }
@@ -151,9 +192,9 @@ impl Owned {
 async fn admit_in<D: Dialect>(
     conn: &mut D::Conn,
     admit: &RunAdmit<'_>,
-) -> StoreResult<Done<Result<RunRecord, RunRefusal>>> {
+) -> StoreResult<Done<Result<Admitted, RunRefusal>>> {
     let a = Admission::new(admit)?;
-    let Some(record) = a.upsert::<D>(conn).await? else {
+    let Some(admitted) = a.upsert::<D>(conn).await? else {
         if admit.kill_check
             && let Some(switch) = super::governance::covering_in::<D>(conn, admit.tenant, admit.agent).await?
         {
@@ -163,7 +204,7 @@ async fn admit_in<D: Dialect>(
         return Ok(Done::kept(Err(a.refusal::<D>(conn).await?)));
     };
     let (Some(limit), Some(lease)) = (admit.limits.concurrency, admit.lease) else {
-        return Ok(Done::kept(Ok(record)));
+        return Ok(Done::kept(Ok(admitted)));
     };
     let sql = "DELETE FROM run_leases WHERE tenant = $1 AND run_id = $2 AND lapses_at <= $3";
     D::execute(conn, sql, args![admit.tenant, admit.run_id, a.now]).await?;
@@ -178,12 +219,12 @@ async fn admit_in<D: Dialect>(
     let sql = "INSERT INTO run_leases (tenant, run_id, call_id, lapses_at) VALUES ($1, $2, $3, $4)";
     let until = to_nanos("run lease", lease.until)?;
     D::execute(conn, sql, args![admit.tenant, admit.run_id, lease.call_id, until]).await?;
-    Ok(Done::kept(Ok(record)))
+    Ok(Done::kept(Ok(admitted)))
 }
 
 #[async_trait]
 impl<D: Dialect> RunLedger for SqlStore<D> {
-    async fn admit(&self, admit: &RunAdmit<'_>) -> StoreResult<Result<RunRecord, RunRefusal>> {
+    async fn admit(&self, admit: &RunAdmit<'_>) -> StoreResult<Result<Admitted, RunRefusal>> {
         let owned = Owned::new(admit);
         let admission = job::<D, _, _>(move |conn| Box::pin(async move { admit_in::<D>(conn, &owned.admit()).await }));
         self.db().transact(TxKind::Async, admission).await

@@ -4,7 +4,8 @@
 use anyhow::ensure;
 use bridle_core::history::{ActionRecord, Outcome, OutcomeSource, Rating};
 use bridle_core::kill::{KillScope, KillSwitch};
-use bridle_core::runs::{RunAdmit, RunLimits, RunRefusal};
+use bridle_core::ports::{Taint, TaintMark, TaintVia};
+use bridle_core::runs::{Admitted, RunAdmit, RunLimits, RunRefusal, TaintCheck};
 use bridle_runtime::store::Stores;
 
 use super::secs;
@@ -67,6 +68,7 @@ pub async fn admission_reads_the_kill_switch_and_counts_nothing_when_killed(s: S
         limits: RunLimits::default(),
         lease: None,
         kill_check,
+        taint_check: None,
     };
     ensure!(s.runs.admit(&admit("fab-1", None, true)).await?.is_ok(), "nothing is on");
     ensure!(s.kills.set_kill(&switch(KillScope::agent("advisor"), 2), Vec::new()).await?);
@@ -80,11 +82,52 @@ pub async fn admission_reads_the_kill_switch_and_counts_nothing_when_killed(s: S
     ensure!(s.runs.run("fab-1", "run-k").await?.map(|r| r.calls) == Some(1), "the killed call was not counted");
     // Not covered: another agent of fab-1, no agent.
     ensure!(s.runs.admit(&admit("fab-1", Some("diagnostician"), true)).await?.is_ok());
-    ensure!(s.runs.admit(&admit("fab-1", None, true)).await?.map(|r| r.calls) == Ok(3));
+    ensure!(s.runs.admit(&admit("fab-1", None, true)).await?.map(|a| a.record.calls) == Ok(3));
     // Without the flag the admission does not read the switches.
     ensure!(s.runs.admit(&admit("fab-1", Some("advisor"), false)).await?.is_ok());
     ensure!(s.kills.lift_kill(&KillScope::agent("advisor"), Vec::new()).await?.is_some());
-    ensure!(s.runs.admit(&admit("fab-1", Some("advisor"), true)).await?.map(|r| r.calls) == Ok(5));
+    ensure!(s.runs.admit(&admit("fab-1", Some("advisor"), true)).await?.map(|a| a.record.calls) == Ok(5));
+    Ok(())
+}
+
+/// An admission with a taint check answers the taint `RunFlags::tainted` would: the run's first
+/// reason before any actor's, the actor's only within its window, nothing for a clean run or
+/// without the check; a refused call answers no taint and counts nothing.
+pub async fn admission_reads_the_taint_it_is_asked_for(s: Stores) -> anyhow::Result<()> {
+    let admit = |run_id: &'static str, taint_check: Option<TaintCheck>| RunAdmit {
+        tenant: "fab-1",
+        run_id,
+        subject: "requester-1",
+        agent: None,
+        now: secs(100),
+        limits: RunLimits { calls: Some(3), ..RunLimits::default() },
+        lease: None,
+        kill_check: true,
+        taint_check,
+    };
+    let check =
+        |actor: Option<&str>, since: i64| Some(TaintCheck { actor: actor.map(str::to_owned), since: secs(since) });
+    let taint = |reason: &str, via| Some(Taint { reason: reason.to_owned(), via });
+    let taint_of = |a: Result<Admitted, RunRefusal>| a.map(|a| a.taint);
+    ensure!(taint_of(s.runs.admit(&admit("run-t", check(Some("agent:advisor"), 0))).await?) == Ok(None), "clean");
+    let mark = |run_id, actor, reason, at| TaintMark { tenant: "fab-1", run_id, actor, reason, at: secs(at) };
+    s.run_flags.taint(&mark("run-other", Some("agent:advisor"), "tool `fetch` in call c-1", 50)).await?;
+    // The actor's taint reaches another run of it within the window, not before `since`.
+    let within = taint_of(s.runs.admit(&admit("run-t", check(Some("agent:advisor"), 40))).await?);
+    ensure!(within == Ok(taint("tool `fetch` in call c-1", TaintVia::Actor)), "{within:?}");
+    let after = taint_of(s.runs.admit(&admit("run-u", check(Some("agent:advisor"), 60))).await?);
+    ensure!(after == Ok(None), "outside the window: {after:?}");
+    let other = taint_of(s.runs.admit(&admit("run-u", check(Some("agent:chat"), 0))).await?);
+    ensure!(other == Ok(None), "another actor: {other:?}");
+    // The run's own taint comes first; without a check nothing is read.
+    s.run_flags.taint(&mark("run-t", None, "tool `fetch` in call c-2", 70)).await?;
+    let run = taint_of(s.runs.admit(&admit("run-t", check(Some("agent:advisor"), 0))).await?);
+    ensure!(run == Ok(taint("tool `fetch` in call c-2", TaintVia::Run)), "{run:?}");
+    ensure!(taint_of(s.runs.admit(&admit("run-u", None)).await?) == Ok(None), "no check, no taint");
+    // run-t has had its three calls: refused, nothing counted.
+    let refused = s.runs.admit(&admit("run-t", check(None, 0))).await?;
+    ensure!(refused == Err(RunRefusal::CallsSpent { used: 3, limit: 3 }), "{refused:?}");
+    ensure!(s.runs.run("fab-1", "run-t").await?.map(|r| r.calls) == Some(3));
     Ok(())
 }
 
