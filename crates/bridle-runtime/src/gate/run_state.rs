@@ -14,8 +14,9 @@
 //! The run is the server's record (`RunLedger::admit`, one atomic step per store): the first call
 //! opens it bound to its subject, and every call is counted against `[limits]` as they apply to
 //! the tenant and the call's agent. A call to a change tool also reads the run's (or its
-//! actor's) taint in the admission (`RunAdmit::taint_check`), for step 7. Under a concurrency limit the call holds a lease until
-//! `Gate::call` releases it (or it lapses after the longest tool timeout plus a grace).
+//! actor's) taint in the admission (`RunAdmit::taint_check`), for step 7. Under a concurrency
+//! limit the call holds a lease until `Gate::call` releases it (or it lapses after the longest
+//! tool timeout plus a grace).
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
