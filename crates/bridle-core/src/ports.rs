@@ -303,8 +303,8 @@ pub trait RunFlags: Send + Sync {
 #[async_trait]
 pub trait RunLedger: Send + Sync {
     /// Admits one call: `Ok` with the call counted (and its lease taken) and, with a
-    /// [`crate::runs::TaintCheck`], the taint it read, or the refusal with nothing counted. A refusal for the deadline or the spent calls also records the run's
-    /// new state.
+    /// [`crate::runs::TaintCheck`], the taint it read; or the refusal with nothing counted. A
+    /// refusal for the deadline or the spent calls also records the run's new state.
     async fn admit(
         &self,
         admit: &crate::runs::RunAdmit<'_>,

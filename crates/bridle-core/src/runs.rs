@@ -258,10 +258,10 @@ pub struct RunAdmit<'a> {
     pub limits: RunLimits,
     /// With a concurrency limit: the lease this call takes while it is in flight.
     pub lease: Option<Lease<'a>>,
-    /// Whether the admission first reads the kill switches covering the call (`tenant`, `agent`)
-    /// in its own transaction and refuses a covered call ([`RunRefusal::Killed`]) before
-    /// counting anything: the gate's per-call kill check and the run's admission in one round
-    /// trip to the store.
+    /// Whether the admission also checks the kill switches covering the call (`tenant`,
+    /// `agent`), in the same statement or step, and refuses a covered call
+    /// ([`RunRefusal::Killed`]) with nothing counted: the gate's per-call kill check and the
+    /// run's admission in one round trip to the store.
     pub kill_check: bool,
     /// With a check: the admission also reads the taint of the run, or of its actor within a
     /// window, and answers it with the admitted call ([`Admitted::taint`]), so a call that can

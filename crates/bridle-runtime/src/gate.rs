@@ -545,15 +545,15 @@ impl Gate {
     /// Where the call's untrusted content came from, if it took any in: the caller's flag
     /// (`Some("")`), else the store's record of the run, else of the call's actor within
     /// `[taint] window` ([`Self::taint_check`]). Only a `change` can escalate on taint, so only
-    /// a change asks the store, and an admitted call has its answer from its admission (`read`);
-    /// a dry run reads it here.
+    /// a change asks the store; an admitted call brings the check its admission made and what
+    /// it read (`read`), a dry run reads it here.
     async fn run_taint(
         &self,
         principal: &Principal,
         run: &RunContext,
         who: &identity::Who,
         tool: &ToolContract,
-        read: Option<Option<bridle_core::ports::Taint>>,
+        read: Option<(bridle_core::runs::TaintCheck, Option<bridle_core::ports::Taint>)>,
         now: time::OffsetDateTime,
     ) -> Result<Option<String>, Stop> {
         if tool.mode != Mode::Change {
@@ -562,12 +562,13 @@ impl Gate {
         if run.tainted {
             return Ok(Some(String::new()));
         }
-        let Some(check) = self.taint_check(principal, run, who, &tool.name, now) else { return Ok(None) };
-        let taint = match read {
-            Some(taint) => taint,
+        let (check, taint) = match read {
+            Some(read) => read,
             None => {
+                let Some(check) = self.taint_check(principal, run, who, &tool.name, now) else { return Ok(None) };
                 let flags = &self.stores.run_flags;
-                flags.tainted(&principal.tenant, &run.run_id, check.actor.as_deref(), check.since).await?
+                let taint = flags.tainted(&principal.tenant, &run.run_id, check.actor.as_deref(), check.since).await?;
+                (check, taint)
             }
         };
         let window = self.config.taint.window;

@@ -6,9 +6,9 @@
 //! store's `Inner::append` through [`seal`]); only [`prepare`] makes what [`chain`] takes, and it
 //! runs [`mask_record`] on each, so a secret or PII in a reason (a rejected argument quoted back,
 //! an adapter's error text) is never written in clear, whichever path built the store or
-//! appended the records (a plain append or a state change's own). `metadata_only` is dropped by one function too,
-//! [`drop_evidence`], for plain appends ([`MetadataOnlyAuditLog`]) and for the records of state
-//! changes (`Stores::evidence`). The mask uses the guard's masker (`bridle-core`'s
+//! appended the records (a plain append or a state change's own). `metadata_only` is dropped by
+//! one function too, [`drop_evidence`], for plain appends ([`MetadataOnlyAuditLog`]) and for the
+//! records of state changes (`Stores::evidence`). The mask uses the guard's masker (`bridle-core`'s
 //! `guard/mask.rs`: built-in secret rules, e-mail, phone numbers, 주민등록번호), not the
 //! configured sensitive terms, which are about what reaches a model.
 

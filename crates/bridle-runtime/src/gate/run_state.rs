@@ -4,9 +4,9 @@
 //!
 //! The kill switch is read from the store on every call, so a switch set through any replica
 //! holds on every replica's next call. The read is part of the run's admission
-//! (`RunAdmit::kill_check`): one transaction reads the covering switches and then counts the
-//! call, so the kill switch, the run record and its limits cost one round trip together, and a
-//! killed call counts nothing. With `[kill_switch] cache_ms = N` (at most 1000) one read of all
+//! (`RunAdmit::kill_check`): its upsert probes the covering switches and counts the call only
+//! when none is on, so the kill switch, the run record and its limits cost one statement
+//! together, and a killed call counts nothing. With `[kill_switch] cache_ms = N` (at most 1000) one read of all
 //! switches is reused for N ms at most, checked before the admission: a switch then takes effect
 //! within N ms. A dry run reads the switches (`KillSwitches::kill_covering`) and the run without
 //! admitting. A store that cannot answer is an error, never an allow.
@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use bridle_core::kill::KillSwitch;
 use bridle_core::ports::Taint;
-use bridle_core::runs::{self, Lease, RunAdmit};
+use bridle_core::runs::{self, Lease, RunAdmit, TaintCheck};
 use bridle_core::{Code, Principal, Rejection, RunContext};
 
 use super::identity::Who;
@@ -76,8 +76,8 @@ impl KillCache {
     }
 }
 
-/// Step 2; with the call admitted, what its admission read of the run's or actor's taint for a
-/// call that can escalate on it (`None`: not read, see [`Gate::taint_check`]).
+/// Step 2; with the call admitted, the taint check its admission made for a call that can
+/// escalate on taint ([`Gate::taint_check`]) and what it read (`None`: no check was made).
 pub(super) async fn check(
     gate: &Gate,
     principal: &Principal,
@@ -85,7 +85,7 @@ pub(super) async fn check(
     req: &CallRequest,
     who: &Who,
     t: &mut Trace,
-) -> Result<Option<Option<Taint>>, Stop> {
+) -> Result<Option<(TaintCheck, Option<Taint>)>, Stop> {
     // Read in the admission's transaction when nothing is cached and the call is counted.
     let kill_check = gate.kill_cache.reads_every_call() && !req.dry_run;
     if !kill_check && let Some(switch) = gate.kill_cache.covering(gate, &principal.tenant, who.agent.as_deref()).await?
@@ -119,7 +119,7 @@ pub(super) async fn check(
     };
     let admitted = runs.admit(&admit).await?.map_err(|r| r.rejection(&run.run_id))?;
     t.leased = lease.is_some();
-    Ok(admit.taint_check.is_some().then_some(admitted.taint))
+    Ok(admit.taint_check.map(|check| (check, admitted.taint)))
 }
 
 impl Gate {

@@ -7,10 +7,9 @@
 //! "the n-th argument" too), `CAST(… AS …)` rather than `::`, upserts whose `ON CONFLICT`
 //! clauses name the table. What differs lives in the two [`Dialect`] implementations, side by
 //! side: how a write transaction begins (SQLite's `BEGIN IMMEDIATE` on its one writer connection,
-//! a pooled `BEGIN` on PostgreSQL, asynchronous commit for run admissions and audit appends there,
-//! and the flush that makes those durable), the locks a
-//! transaction takes beside its rows (PostgreSQL's advisory locks; SQLite's write lock already
-//! serializes), the batch insert of audit events, how a unique violation is recognised, and a
+//! a pooled `BEGIN` on PostgreSQL, asynchronous commit for run admissions and audit appends
+//! there, and the flush that makes those durable), the locks a transaction takes beside its rows
+//! (PostgreSQL's advisory locks; SQLite's write lock already serializes), the batch insert of audit events, how a unique violation is recognised, and a
 //! few SQL fragments (JSONB, booleans, byte-order sorting).
 //!
 //! It must not hold any rule of a port: semantics are those of [`super::MemoryStore`], which the

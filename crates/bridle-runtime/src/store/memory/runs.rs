@@ -19,8 +19,6 @@ pub(super) struct MemoryRun {
 impl RunLedger for MemoryStore {
     async fn admit(&self, admit: &RunAdmit<'_>) -> StoreResult<Result<Admitted, RunRefusal>> {
         let mut inner = self.lock()?;
-        let taint = (admit.taint_check.as_ref())
-            .and_then(|c| taint_in(&inner, admit.tenant, admit.run_id, c.actor.as_deref(), c.since));
         if admit.kill_check
             && let Some(switch) = bridle_core::kill::covering_earliest(inner.kills.values(), admit.tenant, admit.agent)
         {
@@ -46,7 +44,10 @@ impl RunLedger for MemoryStore {
         }
         run.record.calls = run.record.calls.saturating_add(1);
         run.record.last_call_at = admit.now;
-        Ok(Ok(Admitted { record: run.record.clone(), taint }))
+        let record = run.record.clone();
+        let taint = (admit.taint_check.as_ref())
+            .and_then(|c| taint_in(&inner, admit.tenant, admit.run_id, c.actor.as_deref(), c.since));
+        Ok(Ok(Admitted { record, taint }))
     }
 
     async fn run(&self, tenant: &str, run_id: &str) -> StoreResult<Option<RunRecord>> {
