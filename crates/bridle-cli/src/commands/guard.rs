@@ -67,6 +67,11 @@ pub enum GuardCommand {
         /// test split) or `loso` (leave one source out), from the training sources.
         #[arg(long, value_parser = ["random", "loso"])]
         split: Option<String>,
+        /// Also write one JSON line per text to this file: its id, file, label, category,
+        /// language, whether the rules block it and the model's adjusted score (for choosing a
+        /// threshold).
+        #[arg(long, conflicts_with_all = ["no_model", "split"])]
+        scores: Option<PathBuf>,
         #[command(flatten)]
         data: TrainingData,
     },
@@ -90,6 +95,8 @@ pub struct TrainingData {
     #[arg(long = "data", default_values = [
         "crates/bridle-core/tests/data/guard/dev.jsonl",
         "crates/bridle-core/tests/data/guard/train.jsonl",
+        "crates/bridle-core/tests/data/guard/train2.jsonl",
+        "crates/bridle-core/tests/data/guard/train3.jsonl",
         "crates/bridle-core/tests/data/guard/background.jsonl",
         "crates/bridle-core/tests/data/hard_negatives.jsonl",
     ])]
@@ -101,7 +108,7 @@ pub fn run(g: &super::Global, command: &GuardCommand) -> anyhow::Result<ExitCode
     match command {
         GuardCommand::Scan { jsonl, file } => scan(file.as_deref(), *jsonl),
         GuardCommand::Mask { jsonl, rules, file } => mask(g.config(), file.as_deref(), *jsonl, rules.as_deref()),
-        GuardCommand::Eval { files, no_model, weights, threshold, split, data } => match split.as_deref() {
+        GuardCommand::Eval { files, no_model, weights, threshold, split, scores, data } => match split.as_deref() {
             Some(kind) => eval_split(kind, data, g.json),
             None => {
                 let with = match weights {
@@ -109,6 +116,9 @@ pub fn run(g: &super::Global, command: &GuardCommand) -> anyhow::Result<ExitCode
                     None if *no_model => With::Rules,
                     None => With::Bundled,
                 };
+                if let Some(path) = scores {
+                    write_scores(files, &with, path)?;
+                }
                 eval(files, &with, g.json)
             }
         },
@@ -300,6 +310,35 @@ pub fn eval(files: &[PathBuf], with: &With, json: bool) -> anyhow::Result<ExitCo
         print_splits(&splits, &by_split)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `bridle guard eval --scores FILE`: the rules' verdict and the model's adjusted score of every
+/// text, one JSON line each.
+fn write_scores(files: &[PathBuf], with: &With, path: &Path) -> anyhow::Result<()> {
+    let detector = detector()?;
+    let bundled;
+    let model = match with {
+        With::Candidate((m, _)) => m,
+        _ => {
+            bundled = model::Model::bundled().map_err(|e| anyhow::anyhow!("{e}"))?;
+            bundled
+        }
+    };
+    let mut out = String::new();
+    for f in files {
+        let text = std::fs::read_to_string(f).with_context(|| format!("reading `{}`", f.display()))?;
+        let name = f.file_stem().map_or_else(|| f.display().to_string(), |n| n.to_string_lossy().into_owned());
+        for s in eval::parse_jsonl(&text).0 {
+            let (rules, p) = combine::both(detector, model, &s.text);
+            let line = serde_json::json!({
+                "id": s.id, "file": name, "label": s.label, "category": s.category, "lang": s.lang,
+                "bytes": s.text.len(), "rules": rules.blocked(), "model": p,
+            });
+            out.push_str(&line.to_string());
+            out.push('\n');
+        }
+    }
+    std::fs::write(path, out).with_context(|| format!("writing `{}`", path.display()))
 }
 
 /// What `bridle guard eval` decides with besides the rules.

@@ -142,6 +142,22 @@ fn train_writes_the_same_bytes_twice_and_eval_splits_train_in_process() {
         out[0]["families"].as_object().unwrap().values().map(|f| f["flagged"].as_u64().unwrap()).sum()
     };
     assert!(flagged("0.01") > flagged("0.99"), "a threshold near 0 lets the model block every long text");
+    // `--scores` writes each text's rules verdict and model score, one line per text, in order.
+    let out = bridle(&["guard", "eval", "--weights", "a.bin", "--scores", "s.jsonl", "corpus/small.jsonl"], dir.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let scores: Vec<serde_json::Value> = std::fs::read_to_string(dir.path().join("s.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(scores.len(), 24);
+    assert_eq!((scores[0]["id"].as_str(), scores[0]["file"].as_str()), (Some("attack-0"), Some("small")));
+    let mean = |label: &str| {
+        let s: Vec<f64> = scores.iter().filter(|l| l["label"] == label).map(|l| l["model"].as_f64().unwrap()).collect();
+        s.iter().sum::<f64>() / s.len() as f64
+    };
+    assert!(mean("attack") > mean("benign"), "the model learnt the small corpus: {scores:?}");
+    assert!(scores.iter().all(|l| l["rules"].is_boolean() && l["bytes"].as_u64().is_some()));
     std::fs::write(dir.path().join("junk.bin"), b"not weights").unwrap();
     for (file, t) in [("junk.bin", "0.5"), ("a.bin", "1.5")] {
         let out = bridle(&["guard", "eval", "--weights", file, "--threshold", t, "corpus/small.jsonl"], dir.path());

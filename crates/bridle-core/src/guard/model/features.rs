@@ -6,7 +6,8 @@
 //! are added where a character is outside
 //! ASCII and Hangul (a Japanese or Chinese word is often two characters); word unigrams and bigrams
 //! (a word is a run of letters or digits) read word order in spaced scripts. Whitespace runs read
-//! as one space and ASCII digits as `0`, so numbers and layout do not make features of their own.
+//! as one space and ASCII digits as `0`, and an n-gram or word without a letter (digits, spaces,
+//! punctuation) makes no feature, so numbers and layout (a table, a rule line) do not add up.
 //! A character n-gram's code points are packed into one 64-bit key (21 bits each) and mixed by a
 //! SplitMix64 finalizer; words are FNV-1a over their characters. Fixed, so the same text gives the
 //! same buckets on every machine, and a few multiplications per character.
@@ -50,10 +51,15 @@ const WORD2: u64 = 12;
 pub fn each(canonical: &str, mut emit: impl FnMut(usize, u32)) {
     // The last four characters read (as code points), most recent last.
     let mut last = [0u32; 4];
+    // Whether each of those is a letter: an n-gram of digits, spaces and punctuation alone (a
+    // table of numbers, a rule line) makes no feature, so a document's layout cannot add up.
+    let mut lettered = [false; 4];
     let mut seen = 0usize;
     let mut index = 0usize;
     let mut word = FNV_OFFSET;
     let mut word_len = 0usize;
+    // Whether the word has a letter besides digits (a number alone is no word feature).
+    let mut word_lettered = false;
     let mut prev_word: Option<u64> = None;
     let mut space = false;
     for raw in canonical.chars() {
@@ -72,30 +78,38 @@ pub fn each(canonical: &str, mut emit: impl FnMut(usize, u32)) {
         let block = index / BLOCK_CHARS;
         index += 1;
         last = [last[1], last[2], last[3], u32::from(c)];
+        lettered = [lettered[1], lettered[2], lettered[3], letter && !c.is_ascii_digit()];
         seen += 1;
         let [a, b, d, e] = last.map(u64::from);
+        let [la, lb, ld, le] = lettered;
         let pair = (d << 21) ^ e;
-        if seen >= 2 && (ideographic(d) || ideographic(e)) {
+        if seen >= 2 && (ideographic(d) || ideographic(e)) && (ld || le) {
             emit(block, bucket(CHAR2 ^ pair));
         }
-        if seen >= 3 {
+        if seen >= 3 && (lb || ld || le) {
             let key3 = (b << 42) ^ pair;
             emit(block, bucket(key3));
             // A Hangul syllable is nearly a word: three of them are context enough.
             if seen >= 4 && !(hangul(b) && hangul(d) && hangul(e)) {
                 emit(block, bucket(mix(key3) ^ CHAR4 ^ a));
             }
+        } else if seen >= 4 && la {
+            emit(block, bucket(mix((b << 42) ^ pair) ^ CHAR4 ^ a));
         }
         if letter && c != ' ' {
             word = step(word, u64::from(u32::from(c)));
             word_len += 1;
+            word_lettered |= !c.is_ascii_digit();
         } else if word_len > 0 {
-            end_word(block, word, &mut prev_word, &mut emit);
+            if word_lettered {
+                end_word(block, word, &mut prev_word, &mut emit);
+            }
             word = FNV_OFFSET;
             word_len = 0;
+            word_lettered = false;
         }
     }
-    if word_len > 0 {
+    if word_len > 0 && word_lettered {
         let block = index.saturating_sub(1) / BLOCK_CHARS;
         end_word(block, word, &mut prev_word, &mut emit);
     }
@@ -161,6 +175,9 @@ mod tests {
         assert!(a.iter().flatten().all(|&x| (x as usize) < DIM));
         // Whitespace runs and digits do not change the features.
         assert_eq!(blocks("port 8080  open", 8), blocks("port 1234 open", 8));
+        // Numbers, spaces and punctuation alone make none: a table's layout cannot add up.
+        assert!(blocks("| 100 | 2,000 | 35.5 |\n|---|---|---|", 8).iter().all(Vec::is_empty));
+        assert!(!blocks("| 100 | rows |", 8).iter().all(Vec::is_empty));
     }
 
     #[test]
