@@ -123,6 +123,43 @@ def test_an_unreachable_server_is_a_transport_error() -> None:
             assert e.code == "transport_error"
 
 
+def test_a_get_the_server_dropped_unanswered_is_sent_once_more_and_a_post_is_not() -> None:
+    sent: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request.method)
+        if request.method == "POST" or len(sent) == 1:
+            # A kept-alive connection the server closed as the request went out.
+            raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
+        return httpx.Response(200, json={"status": "ready"})
+
+    with client_answering(handler) as client:
+        assert client.readyz() == {"status": "ready"}
+        assert sent == ["GET", "GET"], sent
+        sent.clear()
+        try:
+            client.approve("ap-1")
+            raise AssertionError("no error")
+        except errors.TransportError as e:
+            assert e.code == "transport_error"
+        assert sent == ["POST"], "a change is never sent twice"
+
+    # A server that drops every request: one retry, then the error.
+    sent.clear()
+
+    def always(request: httpx.Request) -> httpx.Response:
+        sent.append(request.method)
+        raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
+
+    with client_answering(always) as client:
+        try:
+            client.readyz()
+            raise AssertionError("no error")
+        except errors.TransportError:
+            pass
+        assert sent == ["GET", "GET"], sent
+
+
 def test_readyz_reads_ready_and_raises_server_error_when_the_store_is_down() -> None:
     ready = True
 

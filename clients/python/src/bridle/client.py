@@ -61,6 +61,13 @@ def _drop_none(fields: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}
 
 
+def _retry_stale(route: _Route[Any], attempt: int) -> bool:
+    """Whether to send `route` again after the server closed the connection without answering
+    (a kept-alive connection that was closed as the request went out): once, and only a GET,
+    which reading twice cannot change."""
+    return attempt == 0 and route.method == "GET"
+
+
 def _expired(approval: Approval) -> bool:
     """True once the request's `expires_at` (RFC 3339, nanoseconds) has passed."""
     text = re.sub(r"(\.\d{6})\d+", r"\1", approval.expires_at.replace("Z", "+00:00"))
@@ -290,17 +297,23 @@ class Client:
             self._http.close()
 
     def _send(self, route: _Route[T]) -> T:
-        try:
-            response = self._http.request(
-                route.method,
-                self._api.base_url + route.path,
-                params=route.params,
-                json=route.body,
-                headers=self._api.headers(),
-            )
-        except httpx.HTTPError as e:
-            raise TransportError(f"{route.method} {route.path}: {e}") from e
-        return route.read(self._api.answer(response))
+        for attempt in range(2):
+            try:
+                response = self._http.request(
+                    route.method,
+                    self._api.base_url + route.path,
+                    params=route.params,
+                    json=route.body,
+                    headers=self._api.headers(),
+                )
+            except httpx.RemoteProtocolError as e:
+                if _retry_stale(route, attempt):
+                    continue
+                raise TransportError(f"{route.method} {route.path}: {e}") from e
+            except httpx.HTTPError as e:
+                raise TransportError(f"{route.method} {route.path}: {e}") from e
+            return route.read(self._api.answer(response))
+        raise AssertionError("unreachable: the second attempt returns or raises")
 
     # Calls ------------------------------------------------------------------------------------
 
@@ -527,17 +540,23 @@ class AsyncClient:
             await self._http.aclose()
 
     async def _send(self, route: _Route[T]) -> T:
-        try:
-            response = await self._http.request(
-                route.method,
-                self._api.base_url + route.path,
-                params=route.params,
-                json=route.body,
-                headers=self._api.headers(),
-            )
-        except httpx.HTTPError as e:
-            raise TransportError(f"{route.method} {route.path}: {e}") from e
-        return route.read(self._api.answer(response))
+        for attempt in range(2):
+            try:
+                response = await self._http.request(
+                    route.method,
+                    self._api.base_url + route.path,
+                    params=route.params,
+                    json=route.body,
+                    headers=self._api.headers(),
+                )
+            except httpx.RemoteProtocolError as e:
+                if _retry_stale(route, attempt):
+                    continue
+                raise TransportError(f"{route.method} {route.path}: {e}") from e
+            except httpx.HTTPError as e:
+                raise TransportError(f"{route.method} {route.path}: {e}") from e
+            return route.read(self._api.answer(response))
+        raise AssertionError("unreachable: the second attempt returns or raises")
 
     async def call(
         self,
