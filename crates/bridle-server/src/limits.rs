@@ -161,13 +161,7 @@ impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
         let declared_json = declares_json(req.headers());
-        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
-            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                too_large(state.limits.max_body_bytes)
-            } else {
-                ApiError::bad_request(format!("cannot read the request body: {}", e.body_text()))
-            }
-        })?;
+        let bytes = body_bytes(req, state).await?;
         if !declared_json {
             // Only to tell "not JSON" (400) from "JSON, wrongly declared" (415).
             parse_json::<serde::de::IgnoredAny>(&bytes, state.limits.max_json_depth)?;
@@ -179,6 +173,31 @@ impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
         }
         parse_json(&bytes, state.limits.max_json_depth).map(JsonBody)
     }
+}
+
+/// The body of a route that takes none, read to its end (413 past the body limit) and dropped.
+/// Answering before the client's body (often `{}`) was read could leave it on the connection;
+/// read, the connection stays ready for the next request.
+#[derive(Debug, Clone, Copy)]
+pub struct NoBody;
+
+impl FromRequest<AppState> for NoBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
+        body_bytes(req, state).await.map(|_| NoBody)
+    }
+}
+
+/// The whole body within the body limit; over it, 413 `payload_too_large`.
+async fn body_bytes(req: Request, state: &AppState) -> Result<Bytes, ApiError> {
+    Bytes::from_request(req, state).await.map_err(|e| {
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            too_large(state.limits.max_body_bytes)
+        } else {
+            ApiError::bad_request(format!("cannot read the request body: {}", e.body_text()))
+        }
+    })
 }
 
 /// Whether `headers` declare a JSON body: `application/json` or `application/*+json`, any

@@ -14,7 +14,7 @@ use utoipa::ToSchema;
 use super::Caller;
 use crate::AppState;
 use crate::error::ApiError;
-use crate::limits::JsonBody;
+use crate::limits::{JsonBody, NoBody};
 
 /// Body of a rejection.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -160,12 +160,14 @@ pub async fn show(
         (status = 403, description = "no approver scope (`forbidden`), or the desk refused this approver, e.g. the requester (`approver_denied`)", body = crate::openapi::ErrorBody),
         (status = 404, description = "no such approval in the caller's tenant (`not_found`)", body = crate::openapi::ErrorBody),
         (status = 409, description = "expired or no longer pending (`approval_expired`, …)", body = crate::openapi::ErrorBody),
+        (status = 413, description = "a body past the limit; the route takes none and ignores one within it (`payload_too_large`)", body = crate::openapi::ErrorBody),
     )
 )]
 pub async fn approve(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
+    _: NoBody,
 ) -> Result<Json<Value>, ApiError> {
     require_approver(&caller)?;
     known_id(&id)?;
