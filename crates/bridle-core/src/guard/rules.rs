@@ -10,6 +10,20 @@ macro_rules! any_email_or_url {
     };
 }
 
+/// What no ordinary request ships to an address: secrets, the conversation, other people's
+/// records (`en_send_data`).
+macro_rules! sensitive_en {
+    () => {
+        concat!(
+            r"(?:chat\s+history|system\s+prompt|credentials|passwords|password\s+(?:list|file|vault|hash(?:es)?)|api[\s_-]?keys?|",
+            r"access\s+(?:keys?|tokens?)|(?:auth|session)\s+(?:tokens?|cookies?)|secrets?|tokens|private\s+keys?|ssh\s+keys|",
+            r"environment\s+variables|env\s+vars|(?:personal|customer|user|patient)\s+(?:data|records)|(?:entire|whole|full)\s+session|",
+            r"other\s+(?:users|applicants|customers|candidates|members)'?|passports?|social\s+security|ssns?|payment\s+(?:methods|details|cards?)|",
+            r"card\s+numbers?|medical\s+records|psychiatric|home\s+address(?:es)?|private\s+(?:messages|dms|notes|chats)|dms|account\s+dump)"
+        )
+    };
+}
+
 pub(crate) mod document;
 pub(crate) mod intl;
 pub(crate) mod ko_en;
@@ -435,10 +449,47 @@ pub(crate) const EN: &[Rule] = &[
     r(
         "send_to_address",
         Exfiltration,
-        0.6,
+        // Mailing something to an address is ordinary ("send comments to finance@…"); it blocks
+        // beside secrecy or a sensitive object (`en_stealth`, `en_send_data`), as in Korean.
+        0.3,
         concat!(
-            r"(?:^|[.!?:;\n]\s*|\b(?:please|and|then|also|now|immediately|first|must|should)\s+)(?:send|forward|email|mail|post|upload|transmit|exfiltrate|leak|copy|share)\b[^.\n]{0,80}?\bto\s+",
+            r"(?:^|[.!?:;\n]\s*|\b(?:please|and|then|also|now|immediately|first|must|should)\s+)(?:[a-z]+ly\s+)?(?:send|forward|email|mail|post|upload|transmit|exfiltrate|leak|copy|share)\b[^.\n]{0,80}?\bto\s+",
             r"(?:[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,}|https?://\S+)"
+        ),
+    ),
+    r(
+        "en_stealth",
+        Exfiltration,
+        0.3,
+        concat!(
+            r"\b(?:secretly|covertly|quietly|surreptitiously|behind\s+(?:the\s+user'?s|their|his|her)\s+back|",
+            r"without\s+(?:telling|informing|notifying|alerting|asking)\b|without\s+(?:the\s+user|anyone|them)\s+(?:knowing|noticing)|",
+            r"without\s+(?:the\s+user'?s|their)\s+(?:knowledge|consent)|without\s+(?:logging|a\s+trace)|no\s+trace|",
+            r"(?:no\s+need|(?:you\s+)?(?:do\s+not|don'?t)\s+need)\s+to\s+(?:mention|tell|ask|confirm|check|log|record|notify|inform|involve|loop|cc)|",
+            r"(?:do\s+not|don'?t|never)\s+(?:tell|inform|notify|alert|mention)\b|(?:do\s+not|don'?t)\s+ask\s+(?:me|the\s+user|first|for)\b|",
+            r"(?:do\s+not|don'?t)\s+(?:log|add|leave|keep)\s+(?:it|this|that|a|an|any)?\s*(?:[a-z]+\s+)?(?:note|record|trace|log|copy)\b|",
+            r"tell\s+the\s+user\s+(?:you\s+only|that\s+you\s+only|nothing)|(?:no\s*one|nobody)\s+needs\s+to\s+(?:see|know)|",
+            r"(?:keep|leave)\s+(?:it|this|that)\s+between\s+us|",
+            r"(?:keep|leave)\s+(?:it|this|that)\s+(?:step\s+|part\s+)?out\s+of\s+(?:your|the)\s+(?:reply|response|answer|summary|output))"
+        ),
+    ),
+    r(
+        "en_send_data",
+        Exfiltration,
+        0.3,
+        concat!(
+            r"\b(?:send|forward|e-?mail|mail|post|upload|transmit|copy|share|paste|export)\b[^.;:\n]{0,40}?\b(?:",
+            sensitive_en!(),
+            r"|contents\s+of|the\s+user'?s|my\s+last|your\s+(?:replies|answers)|(?:that|this|the|your)\s+key|",
+            r"(?:entire|whole|complete)\b[^.\n]{0,30}?\b(?:e-?mails?|messages?|files?|documents?|attachments?|records?|",
+            r"contacts?|sheet|spreadsheet|workbook|table|database|inbox|thread|chat|conversation|history|transcript|recording|results|logs?|",
+            r"exports?|lists?|dumps?|backups?)",
+            r")\b",
+            // or named first: "summarize this chat, then post the summary to …", "find the keys
+            // and e-mail them to …"
+            r"|\b(?:(?:this|the|our)\s+(?:chat|conversation|thread)|",
+            sensitive_en!(),
+            r")\b[^.\n]{0,80}?\b(?:send|forward|e-?mail|post|upload|transmit)\b"
         ),
     ),
     // jailbreak personas and framings

@@ -41,12 +41,20 @@ macro_rules! addressee_en {
             r"(?:\b(?:dear|hey|hello|hi|attention|attn|note\s+(?:to|for)|message\s+(?:to|for)|instructions?\s+(?:to|for)|(?:important|urgent)\s+(?:message|note|notice|instructions?)\s+(?:to|for))",
             r"\s+(?:the\s+|any\s+|all\s+|whichever\s+|every\s+|an?\s+)?(?:ai|llm|language\s+models?|assistants?|agents?|chatbots?|bots?|models?|copilot)\b",
             r"|\bto\s+(?:whichever|any|every|all|the)\s+(?:ai\s+|llm\s+)?(?:ai|llms?|language\s+models?|assistants?|agents?|chatbots?)\s+(?:reading|reads|processing|that|who|handling|summari[sz]ing|parsing)",
-            r#"|(?:^|[.!?:>\-"'(\[{|*]\s*)(?:ai|llm|assistant|agent|ai\s+(?:assistant|agent)|language\s+model|chatbot|bot|model|copilot)\s*(?:,|:|—|–|-\s)"#,
+            r#"|(?:^|[.!?:;>\-"'(\[{|*]\s*|#\s+)(?:ai|llm|assistant|agent|ai\s+(?:assistant|agent)|language\s+model|chatbot|bot|model|copilot)\s*(?:,|:|—|–|-\s)"#,
+            // "AI triage agent:", "[to any AI screening tool:", "(for AI agents)": the words AI or
+            // LLM name the reader, so "note for support agents" (people) stays content
+            r#"|(?:^|[.!?:;>\-"'(\[{|*]\s*|#\s+)(?:the\s+)?(?:ai|llm)\s+(?:[a-z]+\s+)?(?:agent|assistant|bot|model|tool|reviewer|screener)s?\s*(?:,|:|—|–)"#,
+            r#"|(?:^|[.!?:;>\-"'(\[{|*]\s*|#\s+)(?:to|for)\s+(?:any\s+|all\s+|every\s+|the\s+)?(?:ai|llm)\s+(?:[a-z]+\s+)?(?:agents?|assistants?|tools?|models?|bots?|systems?|screeners?|reviewers?|readers?|crawlers?)\b"#,
             r"|@(?:copilot|assistant|bot|ai|agent)\b",
             r"|#{2,}\s*\(\s*system[_\s]?(?:message|prompt)\s*\)",
             r"|\bto\s+you,?\s+(?:gpt|claude|llama|gemini|the\s+ai|ai|assistant|model)",
             r"|\bif\s+you\s+are\s+(?:an?\s+)?(?:ai|llm|language\s+model|assistant|agent|chatbot|bot|automated)",
             r"|\b(?:ai|llm|automated|autonomous)\s+(?:assistants?|agents?|models?|systems?|tools?)\s+(?:reading|processing|summari[sz]ing|handling|crawling|parsing|that\s+reads?|who\s+reads?|should|must)",
+            // "the email assistant processing this inbox", "voice assistant reading this": not
+            // agents, who are people as often
+            r"|\b(?:assistants?|bots?|copilots?|llms?)\s+(?:reading|processing|summari[sz]ing|parsing|handling|indexing|transcribing)\s+(?:this|these|the|my|your)\b",
+            r#"|(?:^|[.!?:;>\-"'(\[{|*]\s*|#\s+)[a-z]+(?:-[a-z]+)?\s+(?:ai|assistant|bot|copilot)\s*,"#,
             r"|\b(?:whichever|any|every)\s+(?:ai|assistant|agent|model|llm|bot)\s+(?:reads|reading|processes|processing|sees)",
             r"|\b(?:language\s+model|llm|ai)s?\b[^.\n]{0,10}\byou\s+are\s+(?:instructed|required|ordered)\s+to)"
         )
