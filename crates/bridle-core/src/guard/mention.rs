@@ -237,10 +237,13 @@ fn has_word(text: &str, from: usize, to: usize, phrase: &str) -> bool {
     if !phrase.starts_with(|c: char| c.is_ascii_alphabetic()) {
         return window.contains(phrase);
     }
-    window.match_indices(phrase).any(|(i, _)| !text[..from + i].ends_with(char::is_alphanumeric))
+    window
+        .match_indices(phrase)
+        .any(|(i, _)| !text.get(..from + i).unwrap_or_default().ends_with(char::is_alphanumeric))
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
