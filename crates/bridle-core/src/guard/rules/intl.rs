@@ -250,7 +250,8 @@ pub(crate) const INTL: &[Rule] = &[
         InstructionOverride,
         1.0,
         concat!(
-            r"\b(?:ignora[a-z]*|olvida[a-z]*|olvide[a-z]*|descarta[a-z]*|omite[a-z]*|omita[a-z]*|haz\s+caso\s+omiso|no\s+hagas\s+caso|no\s+sigas|deja\s+de\s+(?:seguir|obedecer|lado)|desobedece[a-z]*|pasa\s+por\s+alto|anula[a-z]*)\b",
+            // imperatives and the infinitive, not a report ("ignorasteis las instrucciones del runbook")
+            r"\b(?:ignora(?:r|d|lo|la|los|las|me|nos)?|ignoren|olvida(?:r|d|lo|la|los|las|te)?|olviden?|olvidense|descarta[a-z]*|omite[a-z]*|omita[a-z]*|haz\s+caso\s+omiso|no\s+hagas\s+caso|no\s+sigas|deja\s+de\s+(?:seguir|obedecer|lado)|desobedece[a-z]*|pasa\s+por\s+alto|anula[a-z]*)\b",
             r"[^.\n]{0,40}?\b(?:instrucciones|instruccion|indicaciones|ordenes|reglas|normas|directrices|directivas|politicas|restricciones|prompt|mensaje\s+del?\s+sistema|consignas|pautas|lo\s+que\s+te\s+(?:dijeron|pidieron|indicaron|ordenaron|dieron)|todo\s+lo\s+(?:anterior|que\s+te))\b"
         ),
     ),
@@ -274,8 +275,10 @@ pub(crate) const INTL: &[Rule] = &[
         PromptExtraction,
         1.0,
         concat!(
-            r"\b(?:muestra[a-z]*|revela[a-z]*|dime|ensena[a-z]*|imprime|repite|copia[a-z]*|escribe[a-z]*|enumera[a-z]*|comparte|pega[a-z]*|reproduce|transcribe|cuales\s+son|que\s+(?:dice|contiene|pone))\b[^.\n]{0,50}?",
-            r"\b(?:prompt|mensaje\s+(?:del?\s+)?sistema|(?:instrucciones|indicaciones|reglas|normas|directrices|consignas|configuracion|ajustes)\s+(?:[a-z]+\s+){0,2}?(?:iniciales|ocultas?|internas?|originales|secretas?|del\s+sistema|con\s+las\s+que)|(?:tu|sus?)\s+configuracion\s+(?:oculta|interna|secreta))\b"
+            r"\b(?:muestra[a-z]*|revela[a-z]*|dime|ensena[a-z]*|imprime|repite|copia[a-z]*|enumera[a-z]*|comparte|pega[a-z]*|reproduce|transcribe|cuales\s+son|que\s+(?:dice|contiene|pone))\b[^.\n]{0,50}?",
+            r"\b(?:prompt|mensaje\s+(?:del?\s+)?sistema|(?:instrucciones|indicaciones|reglas|normas|directrices|consignas|configuracion|ajustes)\s+(?:[a-z]+\s+){0,2}?(?:iniciales|ocultas?|internas?|originales|secretas?|del\s+sistema|con\s+las\s+que)|(?:tu|sus?)\s+configuracion\s+(?:oculta|interna|secreta))\b",
+            // "write" only with the model's own prompt: "escribeme un prompt de sistema" asks for a new one
+            r"|\bescribe[a-z]*\b[^.\n]{0,50}?\b(?:tus?|sus?)\s+(?:[a-z]+\s+)?(?:prompt|instrucciones|reglas|indicaciones|directrices|configuracion)\b",
         ),
     ),
     r(
@@ -338,7 +341,8 @@ pub(crate) const INTL: &[Rule] = &[
         InstructionOverride,
         1.0,
         concat!(
-            r"\b(?:ignorier[a-z]*|vergiss|vergessen\s+sie|missacht[a-z]*|verwirf|verwerfen\s+sie|ubergeh[a-z]*|umgeh[a-z]*|hor\s+auf|hore\s+auf|befolge\s+nicht|folge\s+nicht|lass|setz[a-z]*)\b",
+            // "ignoriert" is left out: "im Wartungsmodus ignoriert die SPS alle Befehle" reports
+            r"\b(?:ignorier(?:e|en)?|vergiss|vergessen\s+sie|missacht[a-z]*|verwirf|verwerfen\s+sie|ubergeh[a-z]*|umgeh[a-z]*|hor\s+auf|hore\s+auf|befolge\s+nicht|folge\s+nicht|lass|setz[a-z]*)\b",
             r"[^.\n]{0,40}?(?:anweisung[a-z]*|vorgabe[a-z]*|regeln|richtlinie[a-z]*|befehle|instruktion[a-z]*|einschrankung[a-z]*|beschrankung[a-z]*|systemprompt|prompt|systemnachricht|alles,?\s+was\s+(?:man\s+)?dir)",
             r"(?:[^.\n]{0,40}?\b(?:ausser\s+kraft|beiseite|zu\s+folgen|zu\s+befolgen))?"
         ),
@@ -364,8 +368,10 @@ pub(crate) const INTL: &[Rule] = &[
         PromptExtraction,
         1.0,
         concat!(
-            r"\b(?:zeig[a-z]*|gib|verrat[a-z]*|nenn[a-z]*|wiederhol[a-z]*|kopier[a-z]*|schreib[a-z]*|druck[a-z]*|list[a-z]*|zahl[a-z]*|was\s+steht|welche[a-z]*|sag[a-z]*|offenbar[a-z]*|enthull[a-z]*)\b[^.\n]{0,60}?",
-            r"(?:systemprompt|system-prompt|systemnachricht|\b(?:dein[a-z]*|ihr[a-z]*)\s+(?:[a-z]+\s+)?prompt\b|\b(?:versteckt|intern|geheim|ursprunglich|erst|verborgen)[a-z]*\s+(?:anweisung[a-z]*|vorgabe[a-z]*|regel[a-z]*|konfiguration|einstellung[a-z]*|prompt|richtlinie[a-z]*))"
+            r"\b(?:zeig[a-z]*|gib|verrat[a-z]*|nenn[a-z]*|wiederhol[a-z]*|kopier[a-z]*|druck[a-z]*|list[a-z]*|zahl[a-z]*|was\s+steht|welche[a-z]*|sag[a-z]*|offenbar[a-z]*|enthull[a-z]*)\b[^.\n]{0,60}?",
+            r"(?:systemprompt|system-prompt|systemnachricht|\b(?:dein[a-z]*|ihr[a-z]*)\s+(?:[a-z]+\s+)?prompt\b|\b(?:versteckt|intern|geheim|ursprunglich|erst|verborgen)[a-z]*\s+(?:anweisung[a-z]*|vorgabe[a-z]*|regel[a-z]*|konfiguration|einstellung[a-z]*|prompt|richtlinie[a-z]*))",
+            // "write" only with the model's own prompt: "schreib mir einen System-Prompt" asks for a new one
+            r"|\bschreib[a-z]*\b[^.\n]{0,60}?\b(?:dein|ihr)[a-z]*\s+(?:[a-z]+\s+)?(?:systemprompt|system-prompt|prompt|anweisung[a-z]*|regeln|vorgaben)\b",
         ),
     ),
     r(
