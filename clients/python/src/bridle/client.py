@@ -61,11 +61,13 @@ def _drop_none(fields: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}
 
 
-def _retry_stale(route: _Route[Any], attempt: int) -> bool:
-    """Whether to send `route` again after the server closed the connection without answering
-    (a kept-alive connection that was closed as the request went out): once, and only a GET,
-    which reading twice cannot change."""
-    return attempt == 0 and route.method == "GET"
+def _transport_error(route: _Route[Any], attempt: int, e: httpx.HTTPError) -> TransportError | None:
+    """The error to raise for `e` on `route`'s attempt `attempt`, or None to send it once more: a
+    GET (which reading twice cannot change) the server dropped unanswered, as a kept-alive
+    connection closed while the request went out."""
+    if isinstance(e, httpx.RemoteProtocolError) and attempt == 0 and route.method == "GET":
+        return None
+    return TransportError(f"{route.method} {route.path}: {e}")
 
 
 def _expired(approval: Approval) -> bool:
@@ -91,6 +93,16 @@ class _Api:
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         return headers
+
+    def request(self, route: _Route[Any]) -> dict[str, Any]:
+        """The arguments of `httpx.Client.request` (and the async one's) for `route`."""
+        return {
+            "method": route.method,
+            "url": self.base_url + route.path,
+            "params": route.params,
+            "json": route.body,
+            "headers": self.headers(),
+        }
 
     @staticmethod
     def answer(response: httpx.Response) -> Any:
@@ -299,19 +311,12 @@ class Client:
     def _send(self, route: _Route[T]) -> T:
         for attempt in range(2):
             try:
-                response = self._http.request(
-                    route.method,
-                    self._api.base_url + route.path,
-                    params=route.params,
-                    json=route.body,
-                    headers=self._api.headers(),
-                )
-            except httpx.RemoteProtocolError as e:
-                if _retry_stale(route, attempt):
-                    continue
-                raise TransportError(f"{route.method} {route.path}: {e}") from e
+                response = self._http.request(**self._api.request(route))
             except httpx.HTTPError as e:
-                raise TransportError(f"{route.method} {route.path}: {e}") from e
+                error = _transport_error(route, attempt, e)
+                if error is None:
+                    continue
+                raise error from e
             return route.read(self._api.answer(response))
         raise AssertionError("unreachable: the second attempt returns or raises")
 
@@ -542,19 +547,12 @@ class AsyncClient:
     async def _send(self, route: _Route[T]) -> T:
         for attempt in range(2):
             try:
-                response = await self._http.request(
-                    route.method,
-                    self._api.base_url + route.path,
-                    params=route.params,
-                    json=route.body,
-                    headers=self._api.headers(),
-                )
-            except httpx.RemoteProtocolError as e:
-                if _retry_stale(route, attempt):
-                    continue
-                raise TransportError(f"{route.method} {route.path}: {e}") from e
+                response = await self._http.request(**self._api.request(route))
             except httpx.HTTPError as e:
-                raise TransportError(f"{route.method} {route.path}: {e}") from e
+                error = _transport_error(route, attempt, e)
+                if error is None:
+                    continue
+                raise error from e
             return route.read(self._api.answer(response))
         raise AssertionError("unreachable: the second attempt returns or raises")
 

@@ -116,10 +116,7 @@ pub fn run(g: &super::Global, command: &GuardCommand) -> anyhow::Result<ExitCode
                     None if *no_model => With::Rules,
                     None => With::Bundled,
                 };
-                if let Some(path) = scores {
-                    write_scores(files, &with, path)?;
-                }
-                eval(files, &with, g.json)
+                eval(files, &with, g.json, scores.as_deref())
             }
         },
         GuardCommand::Train { data, out } => train(data, out, g.json),
@@ -273,7 +270,8 @@ pub fn mask(config: Option<&Path>, file: Option<&Path>, jsonl: bool, rules: Opti
 
 /// `bridle guard eval FILE...`: the pooled report, then (with more than one file) the rates per
 /// family and language of each file apart (`dev` beside `heldout` and `heldout2`).
-pub fn eval(files: &[PathBuf], with: &With, json: bool) -> anyhow::Result<ExitCode> {
+/// With `scores`, also writes each text's line there (`--scores`), from the same parsed files.
+pub fn eval(files: &[PathBuf], with: &With, json: bool, scores: Option<&Path>) -> anyhow::Result<ExitCode> {
     let detector = detector()?;
     let guard = Guard::with_limits(Limits::default()).map_err(|e| anyhow::anyhow!("{e}"))?;
     // As `bridle guard scan` decides: the document channel, bundled thresholds.
@@ -293,6 +291,9 @@ pub fn eval(files: &[PathBuf], with: &With, json: bool) -> anyhow::Result<ExitCo
         let name = f.file_stem().map_or_else(|| f.display().to_string(), |n| n.to_string_lossy().into_owned());
         samples.extend(s.iter().cloned());
         splits.push((name, s));
+    }
+    if let Some(path) = scores {
+        write_scores(detector, &splits, with, path)?;
     }
     let masker = Masker::new().map_err(|e| anyhow::anyhow!("{e}"))?;
     let report = eval::evaluate(&decide, &masker, &samples);
@@ -314,8 +315,12 @@ pub fn eval(files: &[PathBuf], with: &With, json: bool) -> anyhow::Result<ExitCo
 
 /// `bridle guard eval --scores FILE`: the rules' verdict and the model's adjusted score of every
 /// text, one JSON line each.
-fn write_scores(files: &[PathBuf], with: &With, path: &Path) -> anyhow::Result<()> {
-    let detector = detector()?;
+fn write_scores(
+    detector: &Detector,
+    splits: &[(String, Vec<eval::Sample>)],
+    with: &With,
+    path: &Path,
+) -> anyhow::Result<()> {
     let bundled;
     let model = match with {
         With::Candidate((m, _)) => m,
@@ -325,10 +330,8 @@ fn write_scores(files: &[PathBuf], with: &With, path: &Path) -> anyhow::Result<(
         }
     };
     let mut out = String::new();
-    for f in files {
-        let text = std::fs::read_to_string(f).with_context(|| format!("reading `{}`", f.display()))?;
-        let name = f.file_stem().map_or_else(|| f.display().to_string(), |n| n.to_string_lossy().into_owned());
-        for s in eval::parse_jsonl(&text).0 {
+    for (name, samples) in splits {
+        for s in samples {
             let (rules, p) = combine::both(detector, model, &s.text);
             let line = serde_json::json!({
                 "id": s.id, "file": name, "label": s.label, "category": s.category, "lang": s.lang,
