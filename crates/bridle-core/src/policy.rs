@@ -4,22 +4,21 @@
 //! arguments). Default deny, forbid overrides permit, and any evaluation error denies: a policy
 //! that could not be evaluated never lets a call through. Entities are cached per principal,
 //! tool and resource, so a call does not rebuild them, and each tool is authorized against only
-//! the policies whose action scope can match it (its slice, cut once at load): Cedar evaluates
-//! every policy it is given, and a policy scoped to other actions can only evaluate to "does not
-//! apply", so leaving it out changes no decision, reason or error.
+//! the policies whose action scope can match it (its slice, cut once at load, `slice.rs`): Cedar
+//! evaluates every policy it is given, and a policy scoped to other actions can only evaluate to
+//! "does not apply", so leaving it out changes no decision, reason or error. A slice that never
+//! reads `context.arguments` has its context built once, so its calls convert no arguments.
 
 mod entities;
 mod expectations;
+mod slice;
 
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 
-use cedar_policy::{
-    ActionConstraint, Authorizer, Context, Entities, EntityUid, PolicyId, PolicySet, Request, Schema, ValidationMode,
-    Validator,
-};
+use cedar_policy::{Authorizer, Context, Entities, PolicyId, PolicySet, Request, Schema, ValidationMode, Validator};
 use hashbrown::{DefaultHashBuilder, HashTable};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -66,8 +65,9 @@ pub struct PolicySource {
 /// A loaded, validated policy set with its schema.
 pub struct PolicyEngine {
     policies: PolicySet,
-    /// Per registered tool, the policies whose action scope can match its action.
-    slices: HashMap<String, PolicySet>,
+    /// Per registered tool, the policies whose action scope can match its action, and its
+    /// context when they never read the arguments.
+    slices: HashMap<String, slice::Slice>,
     schema: Schema,
     version: String,
     action_entities: Entities,
@@ -178,7 +178,7 @@ impl PolicyEngine {
             return Err(errors);
         }
         let version = version.map_or_else(|| content_version(schema_text, sources), str::to_owned);
-        let slices = slices(&policies, registry, &types, &action_entities).map_err(|e| vec![e])?;
+        let slices = slice::slices(&policies, registry, &types, &action_entities).map_err(|e| vec![e])?;
         Ok(Self {
             policies,
             slices,
@@ -214,29 +214,43 @@ impl PolicyEngine {
         name: &str,
     ) -> PolicyDecision {
         let resource = entities::Resource { tenant: resource_tenant, kind, name };
-        let policies = self.slices.get(&tool.name).unwrap_or(&self.policies);
-        self.authorize_with(policies, principal, tool, arguments, &resource)
+        match self.slices.get(&tool.name) {
+            Some(slice) if slice.context.is_some() => {
+                // Unread, but what Cedar could not hold still denies, as if it had been read.
+                if let Err(e) = entities::fits(arguments, 0) {
+                    return PolicyDecision::deny_with(e);
+                }
+                self.authorize_with(&slice.policies, slice.context.clone(), principal, tool, None, &resource)
+            }
+            Some(slice) => self.authorize_with(&slice.policies, None, principal, tool, Some(arguments), &resource),
+            None => self.authorize_with(&self.policies, None, principal, tool, Some(arguments), &resource),
+        }
     }
 
-    /// Decides the call against `policies` (a tool's slice, or in tests the whole set).
+    /// Decides the call against `policies` (a tool's slice, or in tests the whole set), in
+    /// `context` when the slice has one built (`arguments` is then `None`: no policy reads them),
+    /// else in one built from the tool and `arguments`.
     fn authorize_with(
         &self,
         policies: &PolicySet,
+        context: Option<Context>,
         principal: &Principal,
         tool: &ToolContract,
-        arguments: &Value,
+        arguments: Option<&Value>,
         resource: &entities::Resource<'_>,
     ) -> PolicyDecision {
         let entities = match self.entities(principal, &tool.name, resource) {
             Ok(e) => e,
             Err(e) => return PolicyDecision::deny_with(e),
         };
-        let context = match entities::context(tool, arguments) {
-            Ok(pairs) => match Context::from_pairs(pairs) {
+        let context = match context {
+            Some(c) => c,
+            None => match entities::context(tool, arguments)
+                .and_then(|pairs| Context::from_pairs(pairs).map_err(|e| format!("context: {e}")))
+            {
                 Ok(c) => c,
-                Err(e) => return PolicyDecision::deny_with(format!("context: {e}")),
+                Err(e) => return PolicyDecision::deny_with(e),
             },
-            Err(e) => return PolicyDecision::deny_with(e),
         };
         let request = match Request::new(
             self.types.principal_uid(principal),
@@ -293,35 +307,6 @@ impl PolicyEngine {
     }
 }
 
-/// Each registered tool's slice: the policies whose action scope matches its action (any action,
-/// the action itself, or a group it is in by the schema's action hierarchy, which is the only
-/// hierarchy an action has at evaluation).
-fn slices(
-    policies: &PolicySet,
-    registry: &Registry,
-    types: &entities::Types,
-    actions: &Entities,
-) -> Result<HashMap<String, PolicySet>, String> {
-    let mut out = HashMap::new();
-    for tool in registry.iter() {
-        let action = types.action_uid(&tool.name);
-        let within = |group: &EntityUid| group == &action || actions.is_ancestor_of(group, &action);
-        let mut slice = PolicySet::new();
-        for policy in policies.policies() {
-            let applies = match policy.action_constraint() {
-                ActionConstraint::Any => true,
-                ActionConstraint::Eq(uid) => uid == action,
-                ActionConstraint::In(groups) => groups.iter().any(within),
-            };
-            if applies {
-                slice.add(policy.clone()).map_err(|e| format!("policy slice of `{}`: {e}", tool.name))?;
-            }
-        }
-        out.insert(tool.name.clone(), slice);
-    }
-    Ok(out)
-}
-
 /// `Ok` when `text` is small and shallow enough for Cedar's parser.
 fn bounded(text: &str, syntax: nesting::Syntax) -> Result<(), String> {
     if text.len() > MAX_TEXT_BYTES {
@@ -375,16 +360,13 @@ mod tests {
     fn each_tool_is_decided_by_its_slice_exactly_as_by_every_policy() {
         let config = load(&read("bridle.toml").unwrap_or_default(), &read).unwrap_or_else(|e| unreachable!("{e}"));
         let schema = read("policies/bridle.cedarschema").unwrap_or_default();
-        let sources = [PolicySource { name: "shapes".into(), text: SHAPES.into() }];
-        let engine =
-            PolicyEngine::load(&schema, &sources, &config.registry, None).unwrap_or_else(|e| unreachable!("{e:?}"));
-        let slice = |tool: &str| engine.slices.get(tool).map(|s| s.policies().map(|p| p.id().to_string()).collect());
-        let mut ids: Vec<String> = slice("scale_replicas").unwrap_or_default();
-        ids.sort_unstable();
-        assert_eq!(ids, ["any", "list", "no-payments", "overflow"]);
+        let checkout = ["policies/tenancy.cedar", "policies/workbench.cedar"]
+            .map(|name| PolicySource { name: name.into(), text: read(name).unwrap_or_default() });
+        let shapes = [PolicySource { name: "shapes".into(), text: SHAPES.into() }];
         let principals = [
             Principal::new("a", "tenant-a", &["checkout"], &["all"]),
             Principal::new("b", "tenant-a", &["checkout", "payments"], &["service:read"]),
+            Principal::new("c", "tenant-a", &["checkout"], &["service:read", "service:scale", "workbench:use"]),
         ];
         let arguments = [
             json!({"service": "checkout", "replicas": 3, "resource_version": 7}),
@@ -392,19 +374,37 @@ mod tests {
             json!({"service": "checkout", "query": "x", "expression": "1+1", "value": 1, "from": "m", "to": "km"}),
         ];
         let (mut allowed, mut denied, mut errored) = (0, 0, 0);
-        for tool in config.registry.iter() {
-            for p in &principals {
-                for args in &arguments {
-                    let sliced = engine.authorize(p, tool, args);
-                    let (kind, name) = tool.resource_of(&p.tenant, args);
-                    let resource = entities::Resource { tenant: &p.tenant, kind: &kind, name: &name };
-                    let all = engine.authorize_with(&engine.policies, p, tool, args, &resource);
-                    assert_eq!(sliced, all, "{} for {} with {args}", tool.name, p.subject);
-                    allowed += usize::from(sliced.allowed);
-                    denied += usize::from(!sliced.allowed && sliced.errors.is_empty());
-                    errored += usize::from(!sliced.errors.is_empty());
+        for sources in [&shapes[..], &checkout[..]] {
+            let engine =
+                PolicyEngine::load(&schema, sources, &config.registry, None).unwrap_or_else(|e| unreachable!("{e:?}"));
+            for tool in config.registry.iter() {
+                let fixed = engine.slices.get(&tool.name).is_some_and(|s| s.context.is_some());
+                // The shapes read the arguments of every tool; the checkout policies never do.
+                assert_eq!(fixed, sources.len() == 2, "{}", tool.name);
+                for p in &principals {
+                    for args in &arguments {
+                        let sliced = engine.authorize(p, tool, args);
+                        let (kind, name) = tool.resource_of(&p.tenant, args);
+                        let resource = entities::Resource { tenant: &p.tenant, kind: &kind, name: &name };
+                        let all = engine.authorize_with(&engine.policies, None, p, tool, Some(args), &resource);
+                        assert_eq!(sliced, all, "{} for {} with {args}", tool.name, p.subject);
+                        allowed += usize::from(sliced.allowed);
+                        denied += usize::from(!sliced.allowed && sliced.errors.is_empty());
+                        errored += usize::from(!sliced.errors.is_empty());
+                    }
                 }
             }
+            let slice = |tool: &str| {
+                engine.slices.get(tool).map(|s| s.policies.policies().map(|p| p.id().to_string()).collect())
+            };
+            let mut ids: Vec<String> = slice("scale_replicas").unwrap_or_default();
+            ids.sort_unstable();
+            let expected: &[&str] = if sources.len() == 2 {
+                &["change-needs-scale-scope", "no-cross-tenant", "scoped-service-call"]
+            } else {
+                &["any", "list", "no-payments", "overflow"]
+            };
+            assert_eq!(ids, expected);
         }
         // The cases reach allows, denials and evaluation errors alike.
         assert!(allowed > 0 && denied > 0 && errored > 0, "{allowed} {denied} {errored}");

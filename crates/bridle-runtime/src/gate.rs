@@ -147,7 +147,8 @@ pub struct CallOutcome {
     pub level: Option<ApprovalLevel>,
     /// Approval used, or the pending request created for it.
     pub approval_id: Option<String>,
-    /// Job of a change.
+    /// Job of a change: its id is the call's own (`call_id`) for the call that dispatched it, and
+    /// the original call's for an idempotent replay.
     pub job_id: Option<String>,
     /// Executor identity used.
     pub executor_identity: Option<String>,
@@ -412,9 +413,10 @@ impl Gate {
             Some(s) => {
                 let jobs = &self.stores.jobs;
                 let now = self.clock.now();
-                let moved = jobs
-                    .transition(&s.job_id, JobStatus::Dispatched, s.to, Some(&s.outcome), now, record.clone())
-                    .await?;
+                // The answer a keyed retry gets: this one, serialized from the outcome itself.
+                let stored = serde_json::to_value(&outcome).unwrap_or(Value::Null);
+                let moved =
+                    jobs.transition(&s.job_id, JobStatus::Dispatched, s.to, Some(&stored), now, record.clone()).await?;
                 if !moved {
                     // Reconciliation settled it first (its own event); the call is still audited.
                     self.stores.audit.append(record).await?;

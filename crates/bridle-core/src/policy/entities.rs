@@ -84,14 +84,20 @@ pub(crate) fn build(
     actions.clone().add_entities([principal, resource], Some(schema)).map_err(|e| format!("entities: {e}"))
 }
 
-/// Context pairs: `scope`, `mode`, `risk` and the `arguments` record.
-pub(crate) fn context(tool: &ToolContract, args: &Value) -> Result<Vec<(String, RestrictedExpression)>, String> {
-    Ok(vec![
+/// Context pairs: `scope`, `mode`, `risk` and, when given, the `arguments` record.
+pub(crate) fn context(
+    tool: &ToolContract,
+    args: Option<&Value>,
+) -> Result<Vec<(String, RestrictedExpression)>, String> {
+    let mut pairs = vec![
         ("scope".to_owned(), RestrictedExpression::new_string(tool.scope.clone())),
         ("mode".to_owned(), RestrictedExpression::new_string(tool.mode.as_str().to_owned())),
         ("risk".to_owned(), RestrictedExpression::new_string(tool.risk.as_str().to_owned())),
-        ("arguments".to_owned(), to_cedar(args, 0)?),
-    ])
+    ];
+    if let Some(args) = args {
+        pairs.push(("arguments".to_owned(), to_cedar(args, 0)?));
+    }
+    Ok(pairs)
 }
 
 /// Deepest argument nesting passed to Cedar.
@@ -108,13 +114,7 @@ fn to_cedar(v: &Value, depth: usize) -> Result<RestrictedExpression, String> {
         Value::String(s) => RestrictedExpression::new_string(s.clone()),
         Value::Number(n) => match n.as_i64() {
             Some(i) => RestrictedExpression::new_long(i),
-            None => {
-                let f = n
-                    .as_f64()
-                    .filter(|f| f.is_finite() && f.abs() < 9.0e14)
-                    .ok_or_else(|| format!("number `{n}` is out of range for policy"))?;
-                RestrictedExpression::new_decimal(format!("{f:.4}"))
-            }
+            None => RestrictedExpression::new_decimal(format!("{:.4}", decimal(n)?)),
         },
         Value::Array(items) => {
             RestrictedExpression::new_set(items.iter().map(|i| to_cedar(i, depth + 1)).collect::<Result<Vec<_>, _>>()?)
@@ -129,4 +129,60 @@ fn to_cedar(v: &Value, depth: usize) -> Result<RestrictedExpression, String> {
         }
         Value::Null => return Err("null is not a policy value".to_owned()),
     })
+}
+
+/// A number that is not a `Long` as Cedar's `decimal` can hold it (four places, below 9·10¹⁴).
+fn decimal(n: &serde_json::Number) -> Result<f64, String> {
+    n.as_f64()
+        .filter(|f| f.is_finite() && f.abs() < 9.0e14)
+        .ok_or_else(|| format!("number `{n}` is out of range for policy"))
+}
+
+/// `Ok` exactly when [`to_cedar`] would convert `v`, without building anything: a tool whose
+/// policies never read the arguments still denies what Cedar could not hold.
+pub(crate) fn fits(v: &Value, depth: usize) -> Result<(), String> {
+    if depth > MAX_DEPTH {
+        return Err("arguments nested too deeply for policy".to_owned());
+    }
+    match v {
+        Value::Bool(_) | Value::String(_) => Ok(()),
+        Value::Number(n) => n.as_i64().map_or_else(|| decimal(n).map(drop), |_| Ok(())),
+        Value::Array(items) => items.iter().try_for_each(|i| fits(i, depth + 1)),
+        Value::Object(map) => map.values().filter(|v| !v.is_null()).try_for_each(|v| fits(v, depth + 1)),
+        Value::Null => Err("null is not a policy value".to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn fits_agrees_with_the_conversion() {
+        let mut deep = json!(1);
+        for _ in 0..=MAX_DEPTH {
+            deep = json!([deep]);
+        }
+        let values = [
+            json!({"service": "checkout", "replicas": 3}),
+            json!({"n": 1e300}),
+            json!({"n": 2.5, "m": -7}),
+            json!({"n": u64::MAX}),
+            json!({"list": [1, null]}),
+            json!({"skipped": null, "kept": "x"}),
+            json!(null),
+            json!({"nested": {"a": [true, "x", {"b": 9.0e15}]}}),
+            deep.clone(),
+            deep.as_array().and_then(|a| a.first()).cloned().unwrap_or_default(),
+        ];
+        let mut refused = 0;
+        for v in &values {
+            let converted = to_cedar(v, 0).map(drop);
+            assert_eq!(fits(v, 0), converted, "{v}");
+            refused += usize::from(converted.is_err());
+        }
+        assert_eq!(refused, 6);
+    }
 }

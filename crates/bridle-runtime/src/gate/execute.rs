@@ -76,8 +76,10 @@ pub(super) async fn change(
     // Reserved and dispatched in one transaction: the job is inserted `dispatched`, with the
     // approval's consumption and the `job_dispatched` event, so nothing that is stored before
     // the side effect lacks its event and no reconciliation can settle it in between.
+    // The job carries its call's id: the call's `tool_call` event, the job's `job_dispatched`
+    // and any later `job_settled` share it, so the audit log links them without a reason text.
     let job = Job {
-        id: uuid::Uuid::now_v7().to_string(),
+        id: t.call_id.clone(),
         tenant: principal.tenant.clone(),
         subject: principal.subject.clone(),
         idempotency_key: req.idempotency_key.clone(),
@@ -142,9 +144,9 @@ pub(super) async fn change(
         }
         Err(_) => (JobStatus::Unknown, Verdict::Rejected { rejection: timeout(tool) }, Decision::Rejected),
     };
-    let stored = serde_json::to_value(t.outcome(verdict.clone())).unwrap_or(Value::Null);
-    // Settled by `Gate::call` together with the call's own `tool_call` event (one transaction).
-    t.settle = Some(Settle { job_id: job.id.clone(), to: status, outcome: stored });
+    // Settled by `Gate::call` together with the call's own `tool_call` event (one transaction),
+    // with the call's outcome as the answer a keyed retry gets.
+    t.settle = Some(Settle { job_id: job.id.clone(), to: status });
     Ok((verdict, decision))
 }
 
@@ -154,11 +156,9 @@ pub(crate) struct Settle {
     pub job_id: String,
     /// Its final (or `unknown`) status.
     pub to: JobStatus,
-    /// The answer a keyed retry gets.
-    pub outcome: Value,
 }
 
-/// The `job_dispatched` event of `job` (call id: the job id; the call's id in the reason).
+/// The `job_dispatched` event of `job` (its call id is the job's, which is the dispatching call's).
 fn dispatched(gate: &Gate, principal: &Principal, run: &RunContext, job: &Job, t: &Trace) -> AuditRecord {
     AuditRecord {
         kind: EventKind::JobDispatched,
@@ -176,7 +176,7 @@ fn dispatched(gate: &Gate, principal: &Principal, run: &RunContext, job: &Job, t
         approver: t.approver.clone(),
         decision: None,
         code: None,
-        reason: Some(format!("dispatched by call `{}`", t.call_id)),
+        reason: Some("dispatched by the call of the same id".to_owned()),
         timings: Timings::default(),
         auth: None,
         versions: t.versions.clone(),

@@ -54,7 +54,13 @@ impl Inner {
     ///
     /// INVARIANT: every state change of this store that carries audit records calls this under
     /// the store's one lock BEFORE it mutates, and mutates only when it succeeded.
-    fn append(&mut self, records: Vec<AuditRecord>) -> StoreResult<Vec<AuditEvent>> {
+    fn append(&mut self, records: Vec<AuditRecord>) -> StoreResult<()> {
+        self.append_keeping(records, false).map(drop)
+    }
+
+    /// [`Self::append`], returning a copy of the events when `keep` (the audit port's answer;
+    /// a state change needs none).
+    fn append_keeping(&mut self, records: Vec<AuditRecord>, keep: bool) -> StoreResult<Vec<AuditEvent>> {
         if self.fail_audit && !records.is_empty() {
             return Err(StoreError::Unavailable("audit append failed (injected fault)".to_owned()));
         }
@@ -66,10 +72,19 @@ impl Inner {
             }
         }
         let events = crate::audit::seal(records, &mut heads)?;
-        for event in &events {
-            self.audit.entry(event.record.tenant.clone()).or_default().push(event.clone());
+        let mut kept = Vec::with_capacity(if keep { events.len() } else { 0 });
+        for event in events {
+            if keep {
+                kept.push(event.clone());
+            }
+            match self.audit.get_mut(&event.record.tenant) {
+                Some(chain) => chain.push(event),
+                None => {
+                    self.audit.insert(event.record.tenant.clone(), vec![event]);
+                }
+            }
         }
-        Ok(events)
+        Ok(kept)
     }
 }
 
@@ -382,7 +397,7 @@ impl ActionLedger for MemoryStore {
 #[async_trait]
 impl AuditLog for MemoryStore {
     async fn append(&self, records: Vec<AuditRecord>) -> StoreResult<Vec<AuditEvent>> {
-        self.lock()?.append(records)
+        self.lock()?.append_keeping(records, true)
     }
 
     async fn tenants(&self) -> StoreResult<Vec<String>> {

@@ -178,7 +178,9 @@ async fn exercise_3_a_lost_response_leaves_the_job_unknown_until_reconciled() {
     assert_eq!(job.outcome.unwrap()["result"]["replicas"], 3);
     assert_eq!(h.adapter.changes_applied(), 1, "reconciling never re-executes");
     assert!(h.reconciler.reconcile().await.unwrap().is_empty());
-    // The dispatch was audited before the side effect, the settlement after it, both by job id.
+    // The dispatch was audited before the side effect, the call's answer and the settlement
+    // after it, all under one id: the job's is its call's.
+    assert_eq!(job_id, out.call_id);
     let job_events: Vec<_> = h
         .events()
         .await
@@ -186,9 +188,10 @@ async fn exercise_3_a_lost_response_leaves_the_job_unknown_until_reconciled() {
         .filter(|e| e.record.call_id == job_id)
         .map(|e| (e.record.kind, e.record.reason.clone().unwrap_or_default()))
         .collect();
-    assert_eq!(job_events.len(), 2, "{job_events:?}");
+    assert_eq!(job_events.len(), 3, "{job_events:?}");
     assert_eq!(job_events[0].0, EventKind::JobDispatched);
-    assert_eq!(job_events[1], (EventKind::JobSettled, "reconciled: unknown → succeeded".to_owned()));
+    assert_eq!(job_events[1].0, EventKind::ToolCall);
+    assert_eq!(job_events[2], (EventKind::JobSettled, "reconciled: unknown → succeeded".to_owned()));
 }
 
 #[tokio::test]

@@ -144,7 +144,8 @@ pub struct CallOutcome {
     /// otherwise.
     #[schema(nullable = false)]
     approval_url: Option<String>,
-    /// Job of a change.
+    /// Job of a change: its id is the call's own (`call_id`) for the call that dispatched it, and
+    /// the original call's for an idempotent replay.
     #[schema(required = true)]
     job_id: Option<String>,
     /// Executor identity used.
