@@ -416,7 +416,7 @@ impl Gate {
                 // The answer a keyed retry gets: this one, serialized from the outcome itself.
                 let stored = serde_json::to_value(&outcome).unwrap_or(Value::Null);
                 let moved =
-                    jobs.transition(&s.job_id, JobStatus::Dispatched, s.to, Some(&stored), now, record.clone()).await?;
+                    jobs.transition(&s.job_id, JobStatus::Dispatched, s.to, Some(stored), now, record.clone()).await?;
                 if !moved {
                     // Reconciliation settled it first (its own event); the call is still audited.
                     self.stores.audit.append(record).await?;
@@ -481,7 +481,6 @@ impl Gate {
         let mut level =
             level::decide_in_run(&self.config.levels, &tool, &req.arguments, &req.signals, taint.as_deref());
         t.approval_context = history::check(self, principal, &tool, &req.signals, &mut level, t.now).await?;
-        t.approval_context = Some(binding::proposer_context(t.approval_context.take(), who, &req.signals));
         auto_limit::check(self, principal, &tool, &req.arguments, req.dry_run, &mut level, t.now).await?;
         t.level = Some(level.level);
         if tool.mode == Mode::Read && level.level == ApprovalLevel::Auto {
@@ -499,7 +498,7 @@ impl Gate {
         }
         // 9. approval binding
         let proposal = Proposal { principal, req, tool: &tool, plan, plan_hash, level };
-        let consume = match binding::bind(self, &proposal, t).await {
+        let consume = match binding::bind(self, &proposal, who, t).await {
             // A keyed call refused here may have lost to its own first attempt after step 8:
             // re-read the key, and answer as step 8 would now.
             Err(Stop::Reject(r)) if req.idempotency_key.is_some() && !req.dry_run => {

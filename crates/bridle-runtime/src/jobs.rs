@@ -190,7 +190,7 @@ impl Reconciler {
         // INVARIANT: a job moves with its `job_settled` event, or not at all.
         let event = self.stores.evidence(vec![self.settled_event(job, to)]);
         let now = self.clock.now();
-        Ok(self.stores.jobs.transition(&job.id, job.status, to, stored.as_ref(), now, event).await?)
+        Ok(self.stores.jobs.transition(&job.id, job.status, to, stored, now, event).await?)
     }
 
     /// One `job_settled` event in the job's tenant's chain: the job id as call id, the plan, its

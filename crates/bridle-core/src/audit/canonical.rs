@@ -51,45 +51,47 @@ pub(super) fn evidence(reason: &str, out: &mut Vec<u8>) {
 pub(super) fn body(r: &AuditRecord, digest: Option<&str>, out: &mut Vec<u8>) {
     let at = r.at.format(&time::format_description::well_known::Rfc3339).unwrap_or_default();
     let v = &r.versions;
-    let mut fields: Vec<(&str, Field<'_>)> = Vec::with_capacity(26);
-    fields.extend([
-        ("kind", Field::Text(r.kind.as_str())),
-        ("call_id", Field::Text(&r.call_id)),
-        ("at", Field::Text(&at)),
-        ("tenant", Field::Text(&r.tenant)),
-        ("subject", Field::Text(&r.subject)),
-        ("run_id", Field::Text(&r.run_id)),
-        ("incident", Field::Text(&r.incident)),
-        ("tool", Field::Text(&r.tool)),
-        ("policy_version", Field::Text(&r.policy_version)),
-        ("plan_hash", Field::OptText(r.plan_hash.as_deref())),
-        ("executor_identity", Field::OptText(r.executor_identity.as_deref())),
-        ("approval_id", Field::OptText(r.approval_id.as_deref())),
-        ("approver", Field::OptText(r.approver.as_deref())),
-        ("decision", Field::OptText(r.decision.map(Decision::as_str))),
-        ("code", Field::OptText(r.code.as_deref())),
-        ("timings", Field::Timings(&r.timings)),
-    ]);
-    match digest {
-        Some(d) => fields.push(("evidence_digest", Field::Text(d))),
-        None => fields.push(("reason", Field::OptText(r.reason.as_deref()))),
-    }
-    // Skipped by serde when absent.
-    let present = [
-        ("auth", r.auth.map(super::OperatorAuth::as_str)),
-        ("agent_id", v.agent_id.as_deref()),
-        ("model", v.model.as_deref()),
-        ("prompt_hash", v.prompt_hash.as_deref()),
-        ("tool_schema_hash", v.tool_schema_hash.as_deref()),
-        ("agent_source", v.agent_source.map(crate::agents::AgentSource::as_str)),
+    let (evidence_digest, reason) = match digest {
+        Some(d) => (Some(Field::Text(d)), None),
+        None => (None, Some(Field::OptText(r.reason.as_deref()))),
+    };
+    // Every member the body can have, written in canonical (byte) order, so nothing is sorted
+    // per call; `None`: left out, as serde skips it when absent. The property test
+    // `matches_the_generic_canonical_form` holds the order to the generic path's.
+    let members: [(&str, Option<Field<'_>>); MEMBERS] = [
+        ("agent_id", v.agent_id.as_deref().map(Field::Text)),
+        ("agent_source", v.agent_source.map(|s| Field::Text(s.as_str()))),
+        ("approval_id", Some(Field::OptText(r.approval_id.as_deref()))),
+        ("approver", Some(Field::OptText(r.approver.as_deref()))),
+        ("at", Some(Field::Text(&at))),
+        ("auth", r.auth.map(|a| Field::Text(a.as_str()))),
+        ("call_id", Some(Field::Text(&r.call_id))),
+        ("code", Some(Field::OptText(r.code.as_deref()))),
+        ("decision", Some(Field::OptText(r.decision.map(Decision::as_str)))),
+        ("evidence_digest", evidence_digest),
+        ("executor_identity", Some(Field::OptText(r.executor_identity.as_deref()))),
+        ("incident", Some(Field::Text(&r.incident))),
+        ("kind", Some(Field::Text(r.kind.as_str()))),
+        ("model", v.model.as_deref().map(Field::Text)),
+        ("plan_hash", Some(Field::OptText(r.plan_hash.as_deref()))),
+        ("policy_version", Some(Field::Text(&r.policy_version))),
+        ("prompt_hash", v.prompt_hash.as_deref().map(Field::Text)),
+        ("reason", reason),
+        ("run_id", Some(Field::Text(&r.run_id))),
+        ("subject", Some(Field::Text(&r.subject))),
+        ("tenant", Some(Field::Text(&r.tenant))),
+        ("timings", Some(Field::Timings(&r.timings))),
+        ("tool", Some(Field::Text(&r.tool))),
+        ("tool_schema_hash", v.tool_schema_hash.as_deref().map(Field::Text)),
     ];
-    fields.extend(present.into_iter().filter_map(|(k, v)| v.map(|v| (k, Field::Text(v)))));
-    fields.sort_unstable_by_key(|(k, _)| *k);
     out.push(b'{');
-    for (i, (name, value)) in fields.iter().enumerate() {
-        if i > 0 {
+    let mut first = true;
+    for (name, value) in &members {
+        let Some(value) = value else { continue };
+        if !first {
             out.push(b',');
         }
+        first = false;
         text(name, out);
         out.push(b':');
         match value {
@@ -109,7 +111,19 @@ pub(super) fn body(r: &AuditRecord, digest: Option<&str>, out: &mut Vec<u8>) {
     out.push(b'}');
 }
 
+/// How many members [`body`] knows.
+const MEMBERS: usize = 24;
+
 fn text(s: &str, out: &mut Vec<u8>) {
+    // What serde_json escapes: `"`, `\` and the C0 controls. Most audit texts hold none of them
+    // and are copied as they are.
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.reserve(s.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+        return;
+    }
     // Writing a string into a Vec cannot fail.
     let _ = serde_json::to_writer(&mut *out, s);
 }

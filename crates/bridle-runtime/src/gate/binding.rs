@@ -76,7 +76,7 @@ pub(super) fn stored_answer(job: Job, plan_hash: &PlanHash, t: &mut Trace) -> Re
 }
 
 /// Step 9: which approval this call consumes (`None` when its level is `auto`).
-pub(super) async fn bind(gate: &Gate, p: &Proposal<'_>, t: &mut Trace) -> Result<Option<Consume>, Stop> {
+pub(super) async fn bind(gate: &Gate, p: &Proposal<'_>, who: &Who, t: &mut Trace) -> Result<Option<Consume>, Stop> {
     let Proposal { principal, req, tool, plan, plan_hash, level } = p;
     if level.level == bridle_core::contract::ApprovalLevel::Auto {
         return Ok(None);
@@ -126,7 +126,9 @@ pub(super) async fn bind(gate: &Gate, p: &Proposal<'_>, t: &mut Trace) -> Result
     );
     // The approver is told why: the escalation rules that fired, or the tool's own default level.
     let why = reasons(tool, level);
-    let mut context = t.approval_context.clone().unwrap_or_else(|| json!({}));
+    // What the approver sees beside the plan: the action history and who proposed it (built
+    // only here, for a request that is created).
+    let mut context = proposer_context(t.approval_context.take(), who, &req.signals);
     if let Some(fields) = context.as_object_mut() {
         fields.insert("reasons".to_owned(), json!(level::texts(&why)));
         fields.insert("why".to_owned(), json!(why));
@@ -158,7 +160,7 @@ const MAX_EVIDENCE_BYTES: usize = 16 * 1024;
 /// request named is the caller's word, shown apart (`named_by_request`, `source: request`) and
 /// never as the agent; `none` when nobody named one. A pipeline's evidence (`evidence`) is kept
 /// when it is storable and at most [`MAX_EVIDENCE_BYTES`].
-pub(super) fn proposer_context(context: Option<Value>, who: &Who, signals: &CallSignals) -> Value {
+fn proposer_context(context: Option<Value>, who: &Who, signals: &CallSignals) -> Value {
     let mut context = context.filter(Value::is_object).unwrap_or_else(|| json!({}));
     let pipeline = signals.evidence.as_ref().and_then(|e| e.get("pipeline")).and_then(Value::as_str);
     let agent = match (&who.agent, who.source) {

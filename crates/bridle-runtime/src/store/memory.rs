@@ -293,7 +293,7 @@ impl JobStore for MemoryStore {
         id: &str,
         from: JobStatus,
         to: JobStatus,
-        outcome: Option<&Value>,
+        outcome: Option<Value>,
         now: OffsetDateTime,
         audit: Audit,
     ) -> StoreResult<bool> {
@@ -305,8 +305,8 @@ impl JobStore for MemoryStore {
         match inner.jobs.get_mut(id) {
             Some(j) => {
                 j.status = to;
-                if let Some(o) = outcome {
-                    j.outcome = Some(o.clone());
+                if outcome.is_some() {
+                    j.outcome = outcome;
                 }
                 j.updated_at = now;
                 Ok(true)

@@ -419,7 +419,9 @@ async fn job_transitions_only_from_expected_state(s: Stores) -> anyhow::Result<(
     s.jobs.reserve(&job("j-1", &p, None, None, T0)?, None, Vec::new()).await?;
     let sent = json!({"sent": true});
     assert!(
-        s.jobs.transition("j-1", JobStatus::Reserved, JobStatus::Dispatched, Some(&sent), secs(1), Vec::new()).await?
+        s.jobs
+            .transition("j-1", JobStatus::Reserved, JobStatus::Dispatched, Some(sent.clone()), secs(1), Vec::new())
+            .await?
     );
     assert!(!s.jobs.transition("j-1", JobStatus::Reserved, JobStatus::Dispatched, None, secs(2), Vec::new()).await?);
     assert!(!s.jobs.transition("j-1", JobStatus::Succeeded, JobStatus::Failed, None, secs(2), Vec::new()).await?);
@@ -430,7 +432,9 @@ async fn job_transitions_only_from_expected_state(s: Stores) -> anyhow::Result<(
     assert_eq!((j.status, j.outcome, j.updated_at, j.created_at), (JobStatus::Unknown, Some(sent), secs(3), T0));
     let done = json!({"replicas": 3, "note": null, "list": [1, 2.5, "x"]});
     assert!(
-        s.jobs.transition("j-1", JobStatus::Unknown, JobStatus::Succeeded, Some(&done), secs(4), Vec::new()).await?
+        s.jobs
+            .transition("j-1", JobStatus::Unknown, JobStatus::Succeeded, Some(done.clone()), secs(4), Vec::new())
+            .await?
     );
     let j = s.jobs.get_job("j-1").await?.context("stored")?;
     assert_eq!((j.status, j.outcome, j.updated_at), (JobStatus::Succeeded, Some(done), secs(4)));
@@ -438,7 +442,7 @@ async fn job_transitions_only_from_expected_state(s: Stores) -> anyhow::Result<(
     s.jobs.reserve(&job("j-2", &p, None, None, T0)?, None, Vec::new()).await?;
     assert!(
         s.jobs
-            .transition("j-2", JobStatus::Reserved, JobStatus::Failed, Some(&json!(null)), secs(5), Vec::new())
+            .transition("j-2", JobStatus::Reserved, JobStatus::Failed, Some(json!(null)), secs(5), Vec::new())
             .await?
     );
     assert_eq!(s.jobs.get_job("j-2").await?.context("stored")?.outcome, Some(json!(null)));

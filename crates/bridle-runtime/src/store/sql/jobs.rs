@@ -155,11 +155,11 @@ impl<D: Dialect> JobStore for SqlStore<D> {
         id: &str,
         from: JobStatus,
         to: JobStatus,
-        outcome: Option<&Value>,
+        outcome: Option<Value>,
         now: OffsetDateTime,
         audit: Audit,
     ) -> StoreResult<bool> {
-        let outcome = outcome.map(|o| to_json(&format!("job `{id}` outcome"), o)).transpose()?;
+        let outcome = outcome.map(|o| to_json(&format!("job `{id}` outcome"), &o)).transpose()?;
         let mut tx = self.db().begin().await?;
         let done = D::execute(
             &mut tx,
