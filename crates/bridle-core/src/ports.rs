@@ -175,7 +175,7 @@ pub trait JobStore: Send + Sync {
         id: &str,
         from: JobStatus,
         to: JobStatus,
-        outcome: Option<Value>,
+        outcome: Option<crate::job::StoredOutcome>,
         now: OffsetDateTime,
         audit: Audit,
     ) -> StoreResult<bool>;

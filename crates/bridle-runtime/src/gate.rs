@@ -414,7 +414,7 @@ impl Gate {
                 let jobs = &self.stores.jobs;
                 let now = self.clock.now();
                 // The answer a keyed retry gets: this one, serialized from the outcome itself.
-                let stored = serde_json::to_value(&outcome).unwrap_or(Value::Null);
+                let stored = bridle_core::job::StoredOutcome::of(&outcome);
                 let moved =
                     jobs.transition(&s.job_id, JobStatus::Dispatched, s.to, Some(stored), now, record.clone()).await?;
                 if !moved {

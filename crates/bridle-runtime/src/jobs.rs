@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use bridle_core::audit::{AuditRecord, Decision, EventKind, Timings};
 use bridle_core::config::Config;
-use bridle_core::job::{Job, JobStatus};
+use bridle_core::job::{Job, JobStatus, StoredOutcome};
 use bridle_core::ports::{Adapter, AdapterError, Clock, Outcome};
 use bridle_core::{Code, Rejection};
 use serde::Serialize;
@@ -165,11 +165,8 @@ impl Reconciler {
         output: Option<OutputReport>,
     ) -> Result<bool, GateError> {
         let stored = verdict.map(|verdict| {
-            let mut outcome = job
-                .outcome
-                .as_ref()
-                .and_then(|o| serde_json::from_value::<CallOutcome>(o.clone()).ok())
-                .unwrap_or_else(|| CallOutcome {
+            let mut outcome =
+                job.outcome.as_ref().and_then(|o| o.parse::<CallOutcome>().ok()).unwrap_or_else(|| CallOutcome {
                     tool_call_id: None,
                     call_id: String::new(),
                     tool: job.plan.tool.clone(),
@@ -185,7 +182,7 @@ impl Reconciler {
                 });
             outcome.verdict = verdict;
             outcome.output = output;
-            serde_json::to_value(&outcome).unwrap_or(Value::Null)
+            StoredOutcome::of(&outcome)
         });
         // INVARIANT: a job moves with its `job_settled` event, or not at all.
         let event = self.stores.evidence(vec![self.settled_event(job, to)]);

@@ -47,7 +47,7 @@ pub(super) fn stored_answer(job: Job, plan_hash: &PlanHash, t: &mut Trace) -> Re
     t.job_id = Some(job.id.clone());
     t.approval_id.clone_from(&job.approval_id);
     t.executor = Some(job.executor.clone());
-    let stored = job.outcome.as_ref().and_then(|o| serde_json::from_value::<CallOutcome>(o.clone()).ok());
+    let stored = job.outcome.as_ref().and_then(|o| o.parse::<CallOutcome>().ok());
     match stored {
         Some(stored) if job.status.is_final() => {
             t.idempotent_replay = true;

@@ -20,7 +20,6 @@ use bridle_core::ports::{
     ActionLedger, ApprovalLedger, Audit, AuditLog, BudgetKind, BudgetStore, Consume, Created, Debit, DecisionLog,
     JobStore, Reserved, StoreError, StoreHealth, StoreResult,
 };
-use serde_json::Value;
 use time::OffsetDateTime;
 
 #[derive(Default)]
@@ -293,7 +292,7 @@ impl JobStore for MemoryStore {
         id: &str,
         from: JobStatus,
         to: JobStatus,
-        outcome: Option<Value>,
+        outcome: Option<bridle_core::job::StoredOutcome>,
         now: OffsetDateTime,
         audit: Audit,
     ) -> StoreResult<bool> {

@@ -7,7 +7,7 @@ use bridle_core::approval::{ApprovalRequest, ApprovalStatus, Grant};
 use bridle_core::audit::{AuditEvent, AuditRecord, Decision, EventKind, Timings};
 use bridle_core::contract::ApprovalLevel;
 use bridle_core::decision::DecisionRecord;
-use bridle_core::job::{Job, JobStatus};
+use bridle_core::job::{Job, JobStatus, StoredOutcome};
 use bridle_core::plan::PlanHash;
 use bridle_core::ports::{StoreError, StoreResult};
 use serde::Serialize;
@@ -145,7 +145,10 @@ pub(crate) fn job(row: &impl Columns) -> StoreResult<Job> {
         approval_id: row.opt_text("approval_id")?,
         status: JobStatus::parse(&status)
             .ok_or_else(|| StoreError::Corrupt(format!("{} `{status}` is unknown", what("status"))))?,
-        outcome: row.opt_text("outcome")?.map(|o| from_json::<Value>(&what("outcome"), &o)).transpose()?,
+        outcome: row
+            .opt_text("outcome")?
+            .map(|o| StoredOutcome::from_text(o).map_err(|e| StoreError::Corrupt(format!("{}: {e}", what("outcome")))))
+            .transpose()?,
         created_at: from_nanos(&what("created_at"), row.int("created_at")?)?,
         updated_at: from_nanos(&what("updated_at"), row.int("updated_at")?)?,
         id,

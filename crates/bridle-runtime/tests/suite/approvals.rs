@@ -175,7 +175,7 @@ async fn exercise_3_a_lost_response_leaves_the_job_unknown_until_reconciled() {
     assert_eq!((settled[0].from, settled[0].to), (JobStatus::Unknown, JobStatus::Succeeded));
     let job = jobs.get_job(&job_id).await.unwrap().unwrap();
     assert_eq!(job.status, JobStatus::Succeeded);
-    assert_eq!(job.outcome.unwrap()["result"]["replicas"], 3);
+    assert_eq!(job.outcome.unwrap().value()["result"]["replicas"], 3);
     assert_eq!(h.adapter.changes_applied(), 1, "reconciling never re-executes");
     assert!(h.reconciler.reconcile().await.unwrap().is_empty());
     // The dispatch was audited before the side effect, the call's answer and the settlement

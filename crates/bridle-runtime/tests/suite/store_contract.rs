@@ -40,7 +40,7 @@ use bridle_core::approval::{ApprovalRequest, ApprovalStatus, Grant};
 use bridle_core::audit::{AuditRecord, Decision, EventKind, Timings, verify_chain};
 use bridle_core::contract::ApprovalLevel;
 use bridle_core::decision::DecisionRecord;
-use bridle_core::job::{Job, JobStatus};
+use bridle_core::job::{Job, JobStatus, StoredOutcome};
 use bridle_core::plan::{Plan, PlanHash};
 use bridle_core::ports::{BudgetKind, Consume, Created, Debit, Reserved, StoreError};
 use bridle_runtime::store::Stores;
@@ -420,7 +420,14 @@ async fn job_transitions_only_from_expected_state(s: Stores) -> anyhow::Result<(
     let sent = json!({"sent": true});
     assert!(
         s.jobs
-            .transition("j-1", JobStatus::Reserved, JobStatus::Dispatched, Some(sent.clone()), secs(1), Vec::new())
+            .transition(
+                "j-1",
+                JobStatus::Reserved,
+                JobStatus::Dispatched,
+                Some(StoredOutcome::of(&sent)),
+                secs(1),
+                Vec::new()
+            )
             .await?
     );
     assert!(!s.jobs.transition("j-1", JobStatus::Reserved, JobStatus::Dispatched, None, secs(2), Vec::new()).await?);
@@ -429,23 +436,40 @@ async fn job_transitions_only_from_expected_state(s: Stores) -> anyhow::Result<(
     // Without an outcome, the stored one stays.
     assert!(s.jobs.transition("j-1", JobStatus::Dispatched, JobStatus::Unknown, None, secs(3), Vec::new()).await?);
     let j = s.jobs.get_job("j-1").await?.context("stored")?;
-    assert_eq!((j.status, j.outcome, j.updated_at, j.created_at), (JobStatus::Unknown, Some(sent), secs(3), T0));
+    assert_eq!(
+        (j.status, j.outcome, j.updated_at, j.created_at),
+        (JobStatus::Unknown, Some(StoredOutcome::of(&sent)), secs(3), T0)
+    );
     let done = json!({"replicas": 3, "note": null, "list": [1, 2.5, "x"]});
     assert!(
         s.jobs
-            .transition("j-1", JobStatus::Unknown, JobStatus::Succeeded, Some(done.clone()), secs(4), Vec::new())
+            .transition(
+                "j-1",
+                JobStatus::Unknown,
+                JobStatus::Succeeded,
+                Some(StoredOutcome::of(&done)),
+                secs(4),
+                Vec::new()
+            )
             .await?
     );
     let j = s.jobs.get_job("j-1").await?.context("stored")?;
-    assert_eq!((j.status, j.outcome, j.updated_at), (JobStatus::Succeeded, Some(done), secs(4)));
+    assert_eq!((j.status, j.outcome, j.updated_at), (JobStatus::Succeeded, Some(StoredOutcome::of(&done)), secs(4)));
     // A JSON null outcome is stored as such.
     s.jobs.reserve(&job("j-2", &p, None, None, T0)?, None, Vec::new()).await?;
     assert!(
         s.jobs
-            .transition("j-2", JobStatus::Reserved, JobStatus::Failed, Some(json!(null)), secs(5), Vec::new())
+            .transition(
+                "j-2",
+                JobStatus::Reserved,
+                JobStatus::Failed,
+                Some(StoredOutcome::of(&json!(null))),
+                secs(5),
+                Vec::new()
+            )
             .await?
     );
-    assert_eq!(s.jobs.get_job("j-2").await?.context("stored")?.outcome, Some(json!(null)));
+    assert_eq!(s.jobs.get_job("j-2").await?.context("stored")?.outcome.map(|o| o.value()), Some(json!(null)));
     assert_eq!(s.jobs.get_job("j-9").await?, None);
     Ok(())
 }

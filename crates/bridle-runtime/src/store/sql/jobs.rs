@@ -21,9 +21,8 @@
 
 use async_trait::async_trait;
 use bridle_core::approval;
-use bridle_core::job::{Job, JobStatus};
+use bridle_core::job::{Job, JobStatus, StoredOutcome};
 use bridle_core::ports::{Audit, Consume, JobStore, Reserved, StoreError, StoreResult};
-use serde_json::Value;
 use time::OffsetDateTime;
 
 use super::audit::append_in;
@@ -47,7 +46,7 @@ async fn by_key<D: Dialect>(conn: &mut D::Conn, tenant: &str, subject: &str, key
 /// Step 1: inserts the job unless its id or key is taken; `false` if either is.
 async fn claim<D: Dialect>(conn: &mut D::Conn, job: &Job) -> StoreResult<bool> {
     let what = |field: &str| format!("job `{}` {field}", job.id);
-    let outcome = job.outcome.as_ref().map(|o| to_json(&what("outcome"), o)).transpose()?;
+    let outcome = job.outcome.as_ref().map(StoredOutcome::as_str);
     let plan = to_json(&what("plan"), &job.plan)?;
     let inserted = D::fetch_optional(
         conn,
@@ -66,7 +65,7 @@ async fn claim<D: Dialect>(conn: &mut D::Conn, job: &Job) -> StoreResult<bool> {
             &job.executor,
             &job.approval_id,
             job.status.as_str(),
-            &outcome,
+            outcome,
             to_nanos(&what("created_at"), job.created_at)?,
             to_nanos(&what("updated_at"), job.updated_at)?,
         ],
@@ -155,17 +154,16 @@ impl<D: Dialect> JobStore for SqlStore<D> {
         id: &str,
         from: JobStatus,
         to: JobStatus,
-        outcome: Option<Value>,
+        outcome: Option<StoredOutcome>,
         now: OffsetDateTime,
         audit: Audit,
     ) -> StoreResult<bool> {
-        let outcome = outcome.map(|o| to_json(&format!("job `{id}` outcome"), &o)).transpose()?;
         let mut tx = self.db().begin().await?;
         let done = D::execute(
             &mut tx,
             "UPDATE jobs SET status = $1, outcome = COALESCE($2, outcome), updated_at = $3
              WHERE id = $4 AND status = $5",
-            args![to.as_str(), &outcome, to_nanos("now", now)?, id, from.as_str()],
+            args![to.as_str(), outcome.as_ref().map(StoredOutcome::as_str), to_nanos("now", now)?, id, from.as_str()],
         )
         .await?;
         if done != 1 {

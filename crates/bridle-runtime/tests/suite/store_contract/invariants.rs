@@ -177,7 +177,7 @@ async fn a_failed_audit_append_rolls_back_every_state_change(s: Stores, breaker:
             "j-1",
             JobStatus::Dispatched,
             JobStatus::Succeeded,
-            Some(json!({"ok": 1})),
+            Some(bridle_core::job::StoredOutcome::of(&json!({"ok": 1}))),
             secs(4),
             event(EventKind::ToolCall, t),
         )
