@@ -36,21 +36,24 @@ pub(super) fn slices(
     types: &Types,
     actions: &Entities,
 ) -> Result<HashMap<String, Slice>, String> {
+    // Each policy read back once, not once per tool; one whose form cannot be read back is
+    // taken to read everything.
+    let read: Vec<_> =
+        policies.policies().map(|p| (p, p.to_json().map_or(true, |est| reads_arguments(&est)))).collect();
     let mut out = HashMap::new();
     for tool in registry.iter() {
         let action = types.action_uid(&tool.name);
         let within = |group: &EntityUid| group == &action || actions.is_ancestor_of(group, &action);
         let mut slice = PolicySet::new();
         let mut arguments_read = false;
-        for policy in policies.policies() {
+        for &(policy, reads) in &read {
             let applies = match policy.action_constraint() {
                 ActionConstraint::Any => true,
                 ActionConstraint::Eq(uid) => uid == action,
                 ActionConstraint::In(groups) => groups.iter().any(within),
             };
             if applies {
-                // A policy whose form cannot be read back is taken to read everything.
-                arguments_read |= policy.to_json().map_or(true, |est| reads_arguments(&est));
+                arguments_read |= reads;
                 slice.add(policy.clone()).map_err(|e| format!("policy slice of `{}`: {e}", tool.name))?;
             }
         }
