@@ -2,13 +2,14 @@
 //! (`bridle_runtime::intake`, gate step 1) as the caller, rendered in the API's shape. A
 //! rejection is a 200 carrying the verdict: a verdict is an answer, not an HTTP error.
 
-use axum::Json;
 use axum::extract::State;
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
 use bridle_core::bounds::{self, BoundError};
 use bridle_core::{Code, RunContext};
 use bridle_runtime::gate::{CallOutcome, CallRequest};
 use bridle_runtime::intake::{Intake, Parse, intake};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use utoipa::ToSchema;
 
@@ -107,7 +108,7 @@ pub async fn call(
     State(state): State<AppState>,
     Caller(caller): Caller,
     JsonBody(body): JsonBody<CallBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Response, ApiError> {
     check_bounds(&body).map_err(|e| ApiError::bad_request(e.to_string()))?;
     let run_id = if body.run_id.is_empty() { bridle_runtime::gate::mint_run_id() } else { body.run_id.clone() };
     let run = RunContext::new(&run_id, &body.incident);
@@ -138,29 +139,45 @@ pub async fn call(
     };
     let intook = intake(&state.gate, &caller, &run, input, &base).await?;
     let console = state.mcp.console.trim_end_matches('/');
-    let mut outcomes = intook.calls.iter().map(|c| outcome_json(&c.outcome, console));
-    let answer = match intook.parse {
-        Parse::Structured => outcomes.next_back().ok_or(NoOutcome)??,
+    let mut outcomes = intook.calls.iter().map(|c| Shown::new(&c.outcome, console));
+    let body = match intook.parse {
+        Parse::Structured => serde_json::to_vec(&outcomes.next_back().ok_or(NoOutcome)?)?,
         Parse::Read(format) => {
-            let calls = outcomes.collect::<Result<Vec<_>, _>>()?;
-            json!({"parse": {"status": "ok", "format": format}, "calls": calls})
+            serde_json::to_vec(&Read { parse: json!({"status": "ok", "format": format}), calls: outcomes.collect() })?
         }
-        Parse::Rejected(r) => {
-            json!({"parse": {"status": "rejected", "code": r.code, "message": r.message}, "calls": []})
-        }
+        Parse::Rejected(r) => serde_json::to_vec(&Read {
+            parse: json!({"status": "rejected", "code": r.code, "message": r.message}),
+            calls: Vec::new(),
+        })?,
     };
-    Ok(Json(answer))
+    Ok(([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response())
 }
 
-/// An outcome as JSON; one waiting for a human also names where it is decided
+/// An outcome as the API answers it, written straight into the response body (no `Value` tree
+/// in between): the gate's fields and, for one waiting for a human, where it is decided
 /// (`approval_url`: the console's `/approvals/{id}`, as MCP answers carry it).
-fn outcome_json(outcome: &CallOutcome, console: &str) -> Result<Value, serde_json::Error> {
-    let mut value = serde_json::to_value(outcome)?;
-    let waiting = matches!(outcome.code(), Some(Code::ApprovalRequired | Code::HumanChoiceRequired));
-    if let (true, Some(id), Some(fields)) = (waiting, &outcome.approval_id, value.as_object_mut()) {
-        fields.insert("approval_url".into(), Value::String(format!("{console}/approvals/{id}")));
+#[derive(Serialize)]
+struct Shown<'a> {
+    #[serde(flatten)]
+    outcome: &'a CallOutcome,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    approval_url: Option<String>,
+}
+
+impl<'a> Shown<'a> {
+    fn new(outcome: &'a CallOutcome, console: &str) -> Self {
+        let waiting = matches!(outcome.code(), Some(Code::ApprovalRequired | Code::HumanChoiceRequired));
+        let approval_url =
+            outcome.approval_id.as_ref().filter(|_| waiting).map(|id| format!("{console}/approvals/{id}"));
+        Self { outcome, approval_url }
     }
-    Ok(value)
+}
+
+/// The answer to a model's raw answer: how it was read, and each call's outcome.
+#[derive(Serialize)]
+struct Read<'a> {
+    parse: Value,
+    calls: Vec<Shown<'a>>,
 }
 
 /// The bounds of `bridle_core::bounds` on the body, before anything is stored: ids (run id,
