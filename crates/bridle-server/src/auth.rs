@@ -9,10 +9,12 @@
 //! every call made with it is that agent's (the request cannot name another). Anything wrong
 //! (malformed, expired, not yet valid, forged, another issuer or audience, a missing claim) is an
 //! [`AuthError`], which the API answers with 401 `unauthenticated`. `exp` and `nbf` get
-//! [`LEEWAY_SECONDS`] of clock skew.
+//! [`LEEWAY_SECONDS`] of clock skew. A token that verified is answered again by its exact text
+//! ([`verified`]) until it expires or the keys that verified it are replaced.
 
 mod claims;
 pub mod remote;
+mod verified;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
@@ -201,8 +203,17 @@ pub struct Verifier {
     issuer: String,
     audience: String,
     claims: ClaimNames,
-    keys: RwLock<Arc<[Key]>>,
+    keys: RwLock<Held>,
     remote: Option<remote::Remote>,
+    /// Tokens verified with the keys held (see [`verified`]).
+    verified: verified::Verified,
+}
+
+/// The keys held, and how many times keys were installed: a token verified with older keys is
+/// verified again.
+struct Held {
+    keys: Arc<[Key]>,
+    generation: u64,
 }
 
 impl std::fmt::Debug for Verifier {
@@ -238,8 +249,9 @@ impl Verifier {
             issuer: config.issuer.clone(),
             audience: config.audience.clone(),
             claims: config.claims.clone(),
-            keys: RwLock::new(keys.into()),
+            keys: RwLock::new(Held { keys: keys.into(), generation: 0 }),
             remote,
+            verified: verified::Verified::default(),
         })
     }
 
@@ -249,7 +261,7 @@ impl Verifier {
         if let Some(remote) = &self.remote
             && let Some(keys) = remote.read(remote::Why::Now).await?
         {
-            *self.keys.write().unwrap_or_else(PoisonError::into_inner) = keys.into();
+            self.install(keys);
         }
         Ok(self.keys().len())
     }
@@ -274,7 +286,7 @@ impl Verifier {
     /// and keeps the keys held.
     async fn reload(&self, remote: &remote::Remote, why: remote::Why) {
         match remote.read(why).await {
-            Ok(Some(keys)) => *self.keys.write().unwrap_or_else(PoisonError::into_inner) = keys.into(),
+            Ok(Some(keys)) => self.install(keys),
             Ok(None) => {}
             Err(e) => tracing::warn!(error = %e, "token keys not refreshed; the keys held stay in use"),
         }
@@ -287,15 +299,28 @@ impl Verifier {
     }
 
     fn keys(&self) -> Arc<[Key]> {
-        self.keys.read().unwrap_or_else(PoisonError::into_inner).clone()
+        self.keys.read().unwrap_or_else(PoisonError::into_inner).keys.clone()
     }
 
-    /// The principal of a valid token, with the keys held now.
+    /// Holds `keys` from now on; tokens verified with the keys before are checked again.
+    fn install(&self, keys: Vec<Key>) {
+        let mut held = self.keys.write().unwrap_or_else(PoisonError::into_inner);
+        *held = Held { keys: keys.into(), generation: held.generation + 1 };
+    }
+
+    /// The principal of a valid token, with the keys held now: a token verified lately with
+    /// these keys and still within its times is answered from [`verified`].
     pub fn verify(&self, token: &str) -> Result<Principal, AuthError> {
+        let (keys, generation) = {
+            let held = self.keys.read().unwrap_or_else(PoisonError::into_inner);
+            (held.keys.clone(), held.generation)
+        };
+        if let Some(principal) = self.verified.get(token, generation, jsonwebtoken::get_current_timestamp()) {
+            return Ok(principal);
+        }
         let header = jsonwebtoken::decode_header(token).map_err(|e| AuthError::Invalid(reason(&e)))?;
         // A key of the token's algorithm; a `kid` must match a key that names one. A key
         // without a `kid` (secret, PEM) takes any; a token without one tries each candidate.
-        let keys = self.keys();
         let candidates = keys
             .iter()
             .filter(|k| k.algorithm == header.alg && (k.kid.is_none() || header.kid.is_none() || k.kid == header.kid));
@@ -309,7 +334,11 @@ impl Verifier {
             // An `nbf` more than the leeway ahead is refused; a token without one is valid now.
             validation.validate_nbf = true;
             match jsonwebtoken::decode::<Map<String, Value>>(token, &key.key, &validation) {
-                Ok(data) => return claims::principal(&data.claims, &self.claims),
+                Ok(data) => {
+                    let principal = claims::principal(&data.claims, &self.claims)?;
+                    self.verified.put(token, generation, &data.claims, &principal);
+                    return Ok(principal);
+                }
                 Err(e) => refused = AuthError::Invalid(reason(&e)),
             }
         }

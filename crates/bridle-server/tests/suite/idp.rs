@@ -122,6 +122,25 @@ async fn app(auth: &AuthConfig) -> (Router, Arc<Verifier>) {
     (router(state), verifier)
 }
 
+/// Tokens that verified are answered again from the verifier's cache; a key the provider
+/// withdraws ends them at the next read of its keys, cached or not.
+#[tokio::test]
+async fn a_token_verified_before_its_key_was_withdrawn_is_refused_after() {
+    let (idp, issuer) = provider(vec![jwk(Algorithm::RS256, "rsa-1")]).await;
+    let (app, verifier) = app(&idp_config(KeySource::OidcIssuer(issuer.clone()), &issuer)).await;
+    verifier.refresh().await.unwrap();
+    let token = sign(Algorithm::RS256, "rsa-1", &idp_claims(&issuer));
+    for _ in 0..3 {
+        let (status, body) = support::get(&app, "/v1/tools", Some(&token)).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    *idp.keys.lock().unwrap() = vec![jwk(Algorithm::ES256, "ec-2")];
+    assert_eq!(verifier.refresh().await.unwrap(), 1);
+    assert!(matches!(verifier.verify(&token), Err(AuthError::Invalid(_))));
+    let (status, body) = support::get(&app, "/v1/tools", Some(&token)).await;
+    assert_eq!((status, support::code(&body)), (StatusCode::UNAUTHORIZED, "unauthenticated"), "{body}");
+}
+
 #[tokio::test]
 async fn an_oidc_issuers_keys_verify_mapped_claims_and_a_rotated_key_is_read_once() {
     let (idp, issuer) = provider(vec![jwk(Algorithm::RS256, "rsa-1")]).await;
