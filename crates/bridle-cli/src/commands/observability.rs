@@ -113,7 +113,14 @@ fn install(json: bool, tracer: Option<opentelemetry_sdk::trace::Tracer>) {
     let fmt = if json { fmt.json().with_current_span(true).with_span_list(true).boxed() } else { fmt.boxed() };
     let otel = tracer.map(|t| {
         let spans = EnvFilter::try_from_env("BRIDLE_TRACE_FILTER").unwrap_or_else(|_| EnvFilter::new("info"));
-        tracing_opentelemetry::layer().with_tracer(t).with_filter(spans)
+        // No `busy_ns`/`idle_ns` (two clock reads at every poll of every async span) and no
+        // thread attributes: a fifth of a served call's CPU with export on (BENCHMARKS.md,
+        // "Telemetry on: what a span costs").
+        tracing_opentelemetry::layer()
+            .with_tracer(t)
+            .with_tracked_inactivity(false)
+            .with_threads(false)
+            .with_filter(spans)
     });
     // Err: a subscriber is already installed, which is just as good.
     let _ = tracing_subscriber::registry().with(fmt.with_filter(filter)).with(otel).try_init();
