@@ -417,58 +417,23 @@ async fn reserve_refusal_writes_nothing(s: Stores) -> anyhow::Result<()> {
 async fn job_transitions_only_from_expected_state(s: Stores) -> anyhow::Result<()> {
     let p = plan("tenant-a", 3);
     s.jobs.reserve(&job("j-1", &p, None, None, T0)?, None, Vec::new()).await?;
-    let sent = json!({"sent": true});
-    assert!(
-        s.jobs
-            .transition(
-                "j-1",
-                JobStatus::Reserved,
-                JobStatus::Dispatched,
-                Some(StoredOutcome::of(&sent)),
-                secs(1),
-                Vec::new()
-            )
-            .await?
-    );
-    assert!(!s.jobs.transition("j-1", JobStatus::Reserved, JobStatus::Dispatched, None, secs(2), Vec::new()).await?);
-    assert!(!s.jobs.transition("j-1", JobStatus::Succeeded, JobStatus::Failed, None, secs(2), Vec::new()).await?);
-    assert!(!s.jobs.transition("j-9", JobStatus::Reserved, JobStatus::Dispatched, None, secs(2), Vec::new()).await?);
+    let sent = StoredOutcome::of(&json!({"sent": true}));
+    let moved = |id, from, to, outcome, at| s.jobs.transition(id, from, to, outcome, secs(at), Vec::new());
+    assert!(moved("j-1", JobStatus::Reserved, JobStatus::Dispatched, Some(sent.clone()), 1).await?);
+    assert!(!moved("j-1", JobStatus::Reserved, JobStatus::Dispatched, None, 2).await?);
+    assert!(!moved("j-1", JobStatus::Succeeded, JobStatus::Failed, None, 2).await?);
+    assert!(!moved("j-9", JobStatus::Reserved, JobStatus::Dispatched, None, 2).await?);
     // Without an outcome, the stored one stays.
-    assert!(s.jobs.transition("j-1", JobStatus::Dispatched, JobStatus::Unknown, None, secs(3), Vec::new()).await?);
+    assert!(moved("j-1", JobStatus::Dispatched, JobStatus::Unknown, None, 3).await?);
     let j = s.jobs.get_job("j-1").await?.context("stored")?;
-    assert_eq!(
-        (j.status, j.outcome, j.updated_at, j.created_at),
-        (JobStatus::Unknown, Some(StoredOutcome::of(&sent)), secs(3), T0)
-    );
-    let done = json!({"replicas": 3, "note": null, "list": [1, 2.5, "x"]});
-    assert!(
-        s.jobs
-            .transition(
-                "j-1",
-                JobStatus::Unknown,
-                JobStatus::Succeeded,
-                Some(StoredOutcome::of(&done)),
-                secs(4),
-                Vec::new()
-            )
-            .await?
-    );
+    assert_eq!((j.status, j.outcome, j.updated_at, j.created_at), (JobStatus::Unknown, Some(sent), secs(3), T0));
+    let done = StoredOutcome::of(&json!({"replicas": 3, "note": null, "list": [1, 2.5, "x"]}));
+    assert!(moved("j-1", JobStatus::Unknown, JobStatus::Succeeded, Some(done.clone()), 4).await?);
     let j = s.jobs.get_job("j-1").await?.context("stored")?;
-    assert_eq!((j.status, j.outcome, j.updated_at), (JobStatus::Succeeded, Some(StoredOutcome::of(&done)), secs(4)));
+    assert_eq!((j.status, j.outcome, j.updated_at), (JobStatus::Succeeded, Some(done), secs(4)));
     // A JSON null outcome is stored as such.
     s.jobs.reserve(&job("j-2", &p, None, None, T0)?, None, Vec::new()).await?;
-    assert!(
-        s.jobs
-            .transition(
-                "j-2",
-                JobStatus::Reserved,
-                JobStatus::Failed,
-                Some(StoredOutcome::of(&json!(null))),
-                secs(5),
-                Vec::new()
-            )
-            .await?
-    );
+    assert!(moved("j-2", JobStatus::Reserved, JobStatus::Failed, Some(StoredOutcome::of(&json!(null))), 5).await?);
     assert_eq!(s.jobs.get_job("j-2").await?.context("stored")?.outcome.map(|o| o.value()), Some(json!(null)));
     assert_eq!(s.jobs.get_job("j-9").await?, None);
     Ok(())
