@@ -192,7 +192,6 @@ pub async fn observe(req: Request, next: Next) -> Response {
         http.route = %route,
         http.response.status_code = tracing::field::Empty,
         error.r#type = tracing::field::Empty,
-        latency_ms = tracing::field::Empty,
     );
     if req.headers().contains_key("traceparent") {
         let parent = opentelemetry::global::get_text_map_propagator(|p| p.extract(&Headers(req.headers())));
@@ -209,7 +208,6 @@ pub async fn observe(req: Request, next: Next) -> Response {
         span.record("otel.status_code", "ERROR");
         span.record("error.type", status.to_string());
     }
-    span.record("latency_ms", latency_ms);
     tracing::info!(parent: &span, status, latency_ms, "request finished");
     if status == StatusCode::TOO_MANY_REQUESTS.as_u16() {
         metrics::counter!("bridle_rate_limited_total", "route" => route.clone()).increment(1);

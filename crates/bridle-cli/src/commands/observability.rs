@@ -18,8 +18,10 @@ use bridle_server::observe::{install_recorder, spawn_upkeep};
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{Protocol, SpanExporter, WithExportConfig};
 use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::trace::BatchSpanProcessor;
 use opentelemetry_sdk::trace::SdkTracerProvider;
-use opentelemetry_sdk::trace::span_processor_with_async_runtime::BatchSpanProcessor;
+use tracing::Level;
+use tracing_subscriber::filter::{FilterExt, filter_fn};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
@@ -37,7 +39,7 @@ impl Telemetry {
     /// Exports the spans still queued and stops the exporter.
     pub async fn shutdown(self) {
         let Some(provider) = self.provider else { return };
-        // `shutdown` blocks until the batch task (on this runtime) has exported: off the workers.
+        // `shutdown` blocks until the batch thread has exported: off the workers.
         let done = tokio::task::spawn_blocking(move || provider.shutdown()).await;
         if let Ok(Err(e)) = done {
             tracing::warn!(error = %e, "OTLP trace export did not shut down cleanly");
@@ -52,7 +54,7 @@ pub fn init_logging(json: bool) {
 }
 
 /// Installs the log subscriber and, when [`otlp_traces_url`] names a collector, the OTLP trace
-/// exporter (batched on this tokio runtime). Call inside the runtime.
+/// exporter (batched on a thread of the SDK's).
 pub fn init_telemetry(json: bool, configured: Option<&str>) -> anyhow::Result<Telemetry> {
     let Some(url) = otlp_traces_url(configured, |var| std::env::var(var).ok()) else {
         install(json, None);
@@ -66,7 +68,8 @@ pub fn init_telemetry(json: bool, configured: Option<&str>) -> anyhow::Result<Te
         .with_endpoint(url.clone())
         .build()
         .with_context(|| format!("OTLP trace exporter for `{url}`"))?;
-    let processor = BatchSpanProcessor::builder(exporter, opentelemetry_sdk::runtime::Tokio).build();
+    // The SDK's batch processor: its own thread, woken when a batch is full or at its interval.
+    let processor = BatchSpanProcessor::builder(exporter).build();
     let provider = SdkTracerProvider::builder()
         .with_span_processor(processor)
         .with_resource(resource(|var| std::env::var(var).ok()))
@@ -113,14 +116,21 @@ fn install(json: bool, tracer: Option<opentelemetry_sdk::trace::Tracer>) {
     let fmt = if json { fmt.json().with_current_span(true).with_span_list(true).boxed() } else { fmt.boxed() };
     let otel = tracer.map(|t| {
         let spans = EnvFilter::try_from_env("BRIDLE_TRACE_FILTER").unwrap_or_else(|_| EnvFilter::new("info"));
-        // No `busy_ns`/`idle_ns` (two clock reads at every poll of every async span) and no
-        // thread attributes: a fifth of a served call's CPU with export on (BENCHMARKS.md,
-        // "Telemetry on: what a span costs").
+        // Events reach a span only from `warn` up: the `info` lines ("request finished", "tool
+        // call decided") repeat what the spans' own attributes hold.
+        let events = filter_fn(|meta| meta.is_span() || *meta.level() <= Level::WARN);
+        // What a span carries is what it is for: no `busy_ns`/`idle_ns` (two clock reads at
+        // every poll of every async span), no thread, source location or target attributes,
+        // and no OpenTelemetry context attached at every poll (nothing here reads
+        // `Context::current`; parents come from the span tree). BENCHMARKS.md, "Telemetry on".
         tracing_opentelemetry::layer()
             .with_tracer(t)
             .with_tracked_inactivity(false)
             .with_threads(false)
-            .with_filter(spans)
+            .with_location(false)
+            .with_target(false)
+            .with_context_activation(false)
+            .with_filter(spans.and(events))
     });
     // Err: a subscriber is already installed, which is just as good.
     let _ = tracing_subscriber::registry().with(fmt.with_filter(filter)).with(otel).try_init();
