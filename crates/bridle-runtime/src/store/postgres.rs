@@ -113,7 +113,8 @@ impl PostgresStore {
 ///   durable, and so are the admission and the events chained before it;
 /// - reads of the log that hand events or heads out of the store ([`AuditLog::events`],
 ///   [`AuditLog::heads`]) flush after reading, so no exported event and no signed head can
-///   vanish in a crash;
+///   vanish in a crash (a role that may only read waits for the WAL writer instead:
+///   [`wait_for_wal_flush`]);
 /// - a state change that appends inside its own transaction commits synchronously.
 ///
 /// A crash can only lose asynchronous commits nobody was answered about: admissions of calls
@@ -129,6 +130,47 @@ const ASYNC_COMMIT: &str = "BEGIN; SET LOCAL synchronous_commit = off";
 /// under a transaction id (migration 13), so the commit waits for the WAL to be flushed up to
 /// that record, past every commit before it. Concurrent flushes take no lock of each other's.
 const FLUSH: &str = "SELECT setval('audit_flush', 1)";
+
+/// How long a role that may not write waits for the WAL writer to flush what it read.
+const FLUSH_WAIT: Duration = Duration::from_secs(10);
+/// Pause between looks at the flushed WAL position.
+const FLUSH_POLL: Duration = Duration::from_millis(5);
+
+/// Whether PostgreSQL refused [`FLUSH`] because this role or session may not write: no `UPDATE`
+/// on the sequence (42501), a read-only transaction or a hot standby (25006).
+fn may_not_write(e: &sqlx::Error) -> bool {
+    e.as_database_error().and_then(|d| d.code()).is_some_and(|code| code == "42501" || code == "25006")
+}
+
+/// [`FLUSH`] for a role that may only read (an auditor's, a SIEM exporter's): waits until the
+/// WAL is flushed past its position now, which the WAL writer reaches on its own within a few
+/// `wal_writer_delay`s. A standby has nothing to wait for: its primary sends only WAL it has
+/// flushed.
+async fn wait_for_wal_flush(pool: &PgPool) -> StoreResult<()> {
+    let target: Option<String> =
+        sqlx::query_scalar("SELECT CASE WHEN pg_is_in_recovery() THEN NULL ELSE pg_current_wal_insert_lsn()::text END")
+            .fetch_one(pool)
+            .await
+            .map_err(db_err)?;
+    let Some(target) = target else { return Ok(()) };
+    let started = std::time::Instant::now();
+    loop {
+        let flushed: bool = sqlx::query_scalar("SELECT pg_current_wal_flush_lsn() >= CAST($1 AS pg_lsn)")
+            .bind(&target)
+            .fetch_one(pool)
+            .await
+            .map_err(db_err)?;
+        if flushed {
+            return Ok(());
+        }
+        if started.elapsed() >= FLUSH_WAIT {
+            return Err(StoreError::Unavailable(format!(
+                "the WAL was not flushed past {target} within {FLUSH_WAIT:?}; what was read is not handed out"
+            )));
+        }
+        tokio::time::sleep(FLUSH_POLL).await;
+    }
+}
 
 /// The first key of the two-key advisory locks that serialize appends per tenant (`audt` as
 /// ASCII); the migration lock uses the one-key form, so the two never collide.
@@ -152,8 +194,11 @@ impl Dialect for PostgresDb {
     }
 
     async fn flush(&self) -> StoreResult<()> {
-        sqlx::query(FLUSH).execute(&self.pool).await.map_err(db_err)?;
-        Ok(())
+        match sqlx::query(FLUSH).execute(&self.pool).await {
+            Ok(_) => Ok(()),
+            Err(e) if may_not_write(&e) => wait_for_wal_flush(&self.pool).await,
+            Err(e) => Err(db_err(e)),
+        }
     }
 
     async fn read(&self) -> StoreResult<Self::Pooled> {

@@ -86,8 +86,13 @@ pub(crate) async fn run(pool: &PgPool) -> StoreResult<()> {
     apply(pool, MIGRATIONS).await
 }
 
-/// Applies `migrations` (oldest first) that the database has not recorded yet.
+/// Applies `migrations` (oldest first) that the database has not recorded yet. A schema already
+/// up to date is only read, so a role that may not create or write (an auditor's, a SIEM
+/// exporter's) opens the store too.
 pub(crate) async fn apply(pool: &PgPool, migrations: &[Migration]) -> StoreResult<()> {
+    if current(pool, migrations).await? {
+        return Ok(());
+    }
     let mut tx = pool.begin().await.map_err(db_err)?;
     // Held until commit or rollback; a second opener waits here, then sees the recorded versions.
     sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(LOCK_KEY).execute(&mut *tx).await.map_err(db_err)?;
@@ -115,4 +120,24 @@ pub(crate) async fn apply(pool: &PgPool, migrations: &[Migration]) -> StoreResul
             .map_err(db_err)?;
     }
     tx.commit().await.map_err(db_err)
+}
+
+/// Whether every one of `migrations` is recorded (and none newer, which [`apply`] refuses), read
+/// without taking the lock: a schema being migrated right now reads as not current.
+async fn current(pool: &PgPool, migrations: &[Migration]) -> StoreResult<bool> {
+    // Two statements: a query naming a missing table fails when it is parsed.
+    let exists: bool = sqlx::query_scalar("SELECT to_regclass('schema_migrations') IS NOT NULL")
+        .fetch_one(pool)
+        .await
+        .map_err(db_err)?;
+    if !exists {
+        return Ok(false);
+    }
+    let recorded: Vec<i64> = sqlx::query_scalar("SELECT version FROM schema_migrations ORDER BY version")
+        .fetch_all(pool)
+        .await
+        .map_err(db_err)?;
+    let mut wanted: Vec<i64> = migrations.iter().map(|m| m.version).collect();
+    wanted.sort_unstable();
+    Ok(recorded == wanted)
 }

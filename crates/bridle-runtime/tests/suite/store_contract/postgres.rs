@@ -341,6 +341,68 @@ async fn tampered_audit_rows_are_caught_at_their_seq(s: Stores, raw: PgPool) -> 
     Ok(())
 }
 
+/// An auditor's role (`SELECT` only, its sessions read-only) opens a store whose schema is
+/// current and reads the log and its heads: opening runs no DDL, and the flush that guards what
+/// leaves the store waits for the WAL writer instead of writing. Its append is refused. (Not in
+/// [`in_schema`]: opening a store is not a `Send` future, and that runs the test on a task.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_a_read_only_role_reads_the_audit_log_and_its_heads() -> anyhow::Result<()> {
+    let Some(url) = postgres_url() else { return Ok(()) };
+    let admin = PgPool::connect(&url).await?;
+    let id = uuid::Uuid::new_v4().simple();
+    let (schema, role) = (format!("bridle_test_{id}"), format!("bridle_auditor_{id}"));
+    sqlx::raw_sql(&format!("CREATE SCHEMA {schema}")).execute(&admin).await?;
+    let outcome = a_read_only_role_reads_the_log(&url, &schema, &role).await;
+    sqlx::raw_sql(&format!("DROP SCHEMA {schema} CASCADE")).execute(&admin).await?;
+    let exists = sqlx::query("SELECT 1 FROM pg_roles WHERE rolname = $1").bind(&role).fetch_optional(&admin).await?;
+    if exists.is_some() {
+        sqlx::raw_sql(&format!("DROP OWNED BY {role}; DROP ROLE {role}")).execute(&admin).await?;
+    }
+    outcome
+}
+
+async fn a_read_only_role_reads_the_log(url: &str, schema: &str, role: &str) -> anyhow::Result<()> {
+    let owner = PostgresStore::open_with_connections(&scoped(url, schema), POOL).await?;
+    let tenant = format!("tenant-{}", uuid::Uuid::new_v4());
+    let written = Stores::from_backend(Arc::new(owner.clone()), "postgres")
+        .audit
+        .append((0..5).map(|i| record(&tenant, i)).collect())
+        .await?;
+    owner.close().await;
+    let grant = format!(
+        "CREATE ROLE {role} LOGIN PASSWORD 'auditor';
+         ALTER ROLE {role} SET default_transaction_read_only = on;
+         GRANT USAGE ON SCHEMA {schema} TO {role};
+         GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {role};"
+    );
+    sqlx::raw_sql(&grant).execute(&PgPool::connect(url).await?).await?;
+    read_as_auditor(&scoped(&as_user(url, role, "auditor"), schema), &tenant, &written).await
+}
+
+async fn read_as_auditor(url: &str, tenant: &str, written: &[AuditEvent]) -> anyhow::Result<()> {
+    let store = PostgresStore::open_with_connections(url, 2).await.context("the auditor opens the store")?;
+    let auditor = Stores::from_backend(Arc::new(store.clone()), "postgres");
+    let checks = async {
+        ensure!(auditor.audit.events(tenant, 0, 100).await? == written, "the auditor reads the events written");
+        let last = written.last().context("events were written")?;
+        let heads = auditor.audit.heads().await?;
+        let head = heads.iter().find(|h| h.tenant == tenant).context("the tenant's head")?;
+        ensure!((head.seq, head.hash.as_str()) == (last.seq, last.hash.as_str()), "{head:?}");
+        ensure!(auditor.audit.append(vec![record(tenant, 9)]).await.is_err(), "the auditor appended");
+        Ok(())
+    }
+    .await;
+    store.close().await;
+    checks
+}
+
+/// `url` signing in as `user` with `password`.
+fn as_user(url: &str, user: &str, password: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("postgres", url));
+    let host = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+    format!("{scheme}://{user}:{password}@{host}")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn postgres_undecodable_rows_are_corrupt() -> anyhow::Result<()> {
     in_schema(undecodable_rows_are_corrupt).await
