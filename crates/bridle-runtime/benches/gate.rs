@@ -9,6 +9,9 @@
 //! BENCHMARKS.md holds the figures and what they mean.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
+#[path = "support/telemetry.rs"]
+mod telemetry;
+
 use std::collections::HashSet;
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -624,6 +627,7 @@ fn wants_latency() -> bool {
 }
 
 fn main() {
+    let telemetry = telemetry::install();
     // `-- ratio` alone: the CI check, no criterion run.
     if std::env::args().skip(1).any(|a| a == "ratio") {
         if !ratio() {
@@ -632,6 +636,7 @@ fn main() {
             );
             std::process::exit(1);
         }
+        shut_down(telemetry);
         return;
     }
     let mut c = Criterion::default().configure_from_args();
@@ -643,5 +648,13 @@ fn main() {
     c.final_summary();
     if wants_latency() {
         latency();
+    }
+    shut_down(telemetry);
+}
+
+/// Exports the spans still queued (telemetry on).
+fn shut_down(telemetry: Option<opentelemetry_sdk::trace::SdkTracerProvider>) {
+    if let Some(provider) = telemetry {
+        let _ = provider.shutdown();
     }
 }
