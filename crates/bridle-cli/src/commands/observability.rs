@@ -123,6 +123,8 @@ fn install(json: bool, tracer: Option<opentelemetry_sdk::trace::Tracer>) {
         // every poll of every async span), no thread, source location or target attributes,
         // and no OpenTelemetry context attached at every poll (nothing here reads
         // `Context::current`; parents come from the span tree). BENCHMARKS.md, "Telemetry on".
+        // The gate bench repeats these settings (`bridle-runtime/benches/support/telemetry.rs`,
+        // which cannot depend on this crate): change both.
         tracing_opentelemetry::layer()
             .with_tracer(t)
             .with_tracked_inactivity(false)

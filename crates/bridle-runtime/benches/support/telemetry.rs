@@ -2,7 +2,8 @@
 //! with an OTLP endpoint named and every trace sampled (the layer's settings of
 //! `bridle-cli/src/commands/observability.rs`, the SDK's batch processor, each batch encoded to
 //! OTLP protobuf on the processor's thread), except that the encoded bytes are dropped instead of
-//! posted. Unset: no subscriber, as in production with export off.
+//! posted. Unset: no subscriber, as in production with export off. The layer's settings are
+//! repeated from `observability.rs` (a bench cannot depend on `bridle-cli`): change both.
 
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
