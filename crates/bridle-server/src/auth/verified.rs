@@ -48,18 +48,12 @@ impl Verified {
 
     /// Keeps `token`, which verified with the keys of `generation` to `principal` with `claims`.
     pub(super) fn put(&self, token: &str, generation: u64, claims: &Map<String, Value>, principal: &Principal) {
-        // The full check parsed both as integers when present; `exp` is required.
-        let Some(expires) = claims.get("exp").and_then(Value::as_u64) else { return };
-        let not_before = match claims.get("nbf") {
-            None => None,
-            Some(nbf) => match nbf.as_u64() {
-                Some(n) => Some(n),
-                None => return,
-            },
-        };
         if token.len() > MAX_TOKEN_BYTES {
             return;
         }
+        // The full check parsed both as integers when present; `exp` is required.
+        let Some(expires) = claims.get("exp").and_then(Value::as_u64) else { return };
+        let Ok(not_before) = claims.get("nbf").map(|nbf| nbf.as_u64().ok_or(())).transpose() else { return };
         let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
         if entries.len() >= CAPACITY {
             entries.clear();

@@ -352,7 +352,7 @@ async fn postgres_a_read_only_role_reads_the_audit_log_and_its_heads() -> anyhow
     let id = uuid::Uuid::new_v4().simple();
     let (schema, role) = (format!("bridle_test_{id}"), format!("bridle_auditor_{id}"));
     sqlx::raw_sql(&format!("CREATE SCHEMA {schema}")).execute(&admin).await?;
-    let outcome = a_read_only_role_reads_the_log(&url, &schema, &role).await;
+    let outcome = a_read_only_role_reads_the_log(&admin, &url, &schema, &role).await;
     sqlx::raw_sql(&format!("DROP SCHEMA {schema} CASCADE")).execute(&admin).await?;
     let exists = sqlx::query("SELECT 1 FROM pg_roles WHERE rolname = $1").bind(&role).fetch_optional(&admin).await?;
     if exists.is_some() {
@@ -361,7 +361,7 @@ async fn postgres_a_read_only_role_reads_the_audit_log_and_its_heads() -> anyhow
     outcome
 }
 
-async fn a_read_only_role_reads_the_log(url: &str, schema: &str, role: &str) -> anyhow::Result<()> {
+async fn a_read_only_role_reads_the_log(admin: &PgPool, url: &str, schema: &str, role: &str) -> anyhow::Result<()> {
     let owner = PostgresStore::open_with_connections(&scoped(url, schema), POOL).await?;
     let tenant = format!("tenant-{}", uuid::Uuid::new_v4());
     let written = Stores::from_backend(Arc::new(owner.clone()), "postgres")
@@ -375,7 +375,7 @@ async fn a_read_only_role_reads_the_log(url: &str, schema: &str, role: &str) -> 
          GRANT USAGE ON SCHEMA {schema} TO {role};
          GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {role};"
     );
-    sqlx::raw_sql(&grant).execute(&PgPool::connect(url).await?).await?;
+    sqlx::raw_sql(&grant).execute(admin).await?;
     read_as_auditor(&scoped(&as_user(url, role, "auditor"), schema), &tenant, &written).await
 }
 
