@@ -91,12 +91,14 @@ pub struct TrainingData {
     /// The shared corpus directory.
     #[arg(long, default_value = "../shared/data/guard-corpus")]
     corpus: PathBuf,
-    /// The project's own labelled files (never a `heldout*` file).
+    /// The project's own labelled files (never a `heldout*` file); a directory stands for its
+    /// `*.jsonl` files, each a source of its own.
     #[arg(long = "data", default_values = [
         "crates/bridle-core/tests/data/guard/dev.jsonl",
         "crates/bridle-core/tests/data/guard/train.jsonl",
         "crates/bridle-core/tests/data/guard/train2.jsonl",
         "crates/bridle-core/tests/data/guard/train3.jsonl",
+        "crates/bridle-core/tests/data/guard/train4",
         "crates/bridle-core/tests/data/guard/background.jsonl",
         "crates/bridle-core/tests/data/hard_negatives.jsonl",
     ])]
@@ -421,16 +423,18 @@ fn print_report(r: &Report) -> anyhow::Result<()> {
 /// Reads the training sources: the corpus's `*.jsonl` files in name order, then the project's
 /// own files. A `heldout*` file is refused: held-out data is never trained or tuned on.
 pub fn sources(data: &TrainingData) -> anyhow::Result<Vec<Source>> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&data.corpus)
-        .with_context(|| format!("reading the corpus directory `{}`", data.corpus.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .collect();
-    paths.sort();
-    paths.extend(data.own.iter().cloned());
+    let mut paths: Vec<(String, PathBuf)> = jsonl_in(&data.corpus, "")?;
+    for path in &data.own {
+        if path.is_dir() {
+            // A directory of writers' files: each file is its own source, named
+            // `<directory>-<file>`, so leaving one source out leaves one writer out.
+            paths.extend(jsonl_in(path, &format!("{}-", stem(path)))?);
+        } else {
+            paths.push((stem(path), path.clone()));
+        }
+    }
     let mut out = Vec::new();
-    for path in paths {
-        let name = path.file_stem().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+    for (name, path) in paths {
         if name.starts_with("heldout") {
             anyhow::bail!("`{}` is held-out data: it is never trained or tuned on", path.display());
         }
@@ -441,6 +445,22 @@ pub fn sources(data: &TrainingData) -> anyhow::Result<Vec<Source>> {
         }
     }
     Ok(out)
+}
+
+/// A path's file stem (its whole text when it has none).
+fn stem(path: &Path) -> String {
+    path.file_stem().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
+}
+
+/// The `*.jsonl` files of `dir` in name order, each named `prefix` + its stem.
+fn jsonl_in(dir: &Path, prefix: &str) -> anyhow::Result<Vec<(String, PathBuf)>> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading the directory `{}`", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    paths.sort();
+    Ok(paths.into_iter().map(|p| (format!("{prefix}{}", stem(&p)), p)).collect())
 }
 
 /// `bridle guard train`: trains on the `Train` part, chooses thresholds on `Valid`, writes the

@@ -3,8 +3,9 @@
 //! block of text they start in so a text's windows are scored without allocating per feature.
 //!
 //! Character 3- and 4-grams read every script (3-grams alone for three Hangul syllables); 2-grams
-//! are added where a character is outside
-//! ASCII and Hangul (a Japanese or Chinese word is often two characters); word unigrams and bigrams
+//! are added where a character is outside ASCII (a Japanese or Chinese word, or a Korean stem
+//! such as 지시 or 무시, is often two characters: a writer's inflections and particles differ, the
+//! stem does not); word unigrams and bigrams
 //! (a word is a run of letters or digits) read word order in spaced scripts. Whitespace runs read
 //! as one space and ASCII digits as `0`, and an n-gram or word without a letter (digits, spaces,
 //! punctuation) makes no feature, so numbers and layout (a table, a rule line) do not add up.
@@ -83,7 +84,7 @@ pub fn each(canonical: &str, mut emit: impl FnMut(usize, u32)) {
         let [a, b, d, e] = last.map(u64::from);
         let [la, lb, ld, le] = lettered;
         let pair = (d << 21) ^ e;
-        if seen >= 2 && (ideographic(d) || ideographic(e)) && (ld || le) {
+        if seen >= 2 && (d > 0x7f || e > 0x7f) && (ld || le) {
             emit(block, bucket(CHAR2 ^ pair));
         }
         if seen >= 3 && (lb || ld || le) {
@@ -129,11 +130,6 @@ fn classify(c: char) -> (bool, bool) {
 
 fn hangul(cp: u64) -> bool {
     (0xAC00..=0xD7A3).contains(&cp)
-}
-
-/// A code point outside ASCII and Hangul syllables (kana, CJK ideographs, accented Latin …).
-fn ideographic(cp: u64) -> bool {
-    cp > 0x7f && !hangul(cp)
 }
 
 fn end_word(block: usize, word: u64, prev: &mut Option<u64>, emit: &mut impl FnMut(usize, u32)) {
