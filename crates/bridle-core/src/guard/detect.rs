@@ -29,10 +29,19 @@ struct Compiled {
 struct Table {
     set: RegexSet,
     rules: Vec<Compiled>,
+    /// Share of a rule's weight a quoted or reported match keeps.
+    reported_share: f64,
 }
+
+/// Share of its weight a quoted or reported match keeps: a report of an attack is weak evidence.
+const REPORTED_SHARE: f64 = 0.3;
 
 impl Table {
     fn new(rules: &[Rule]) -> Result<Self, GuardError> {
+        Self::with_reported_share(rules, REPORTED_SHARE)
+    }
+
+    fn with_reported_share(rules: &[Rule], reported_share: f64) -> Result<Self, GuardError> {
         let mut compiled = Vec::with_capacity(rules.len());
         let mut patterns = Vec::with_capacity(rules.len());
         for rule in rules {
@@ -52,7 +61,7 @@ impl Table {
             .dfa_size_limit(64 << 20)
             .build()
             .map_err(|e| GuardError::Pattern { name: "rule set".to_owned(), reason: e.to_string() })?;
-        Ok(Self { set, rules: compiled })
+        Ok(Self { set, rules: compiled, reported_share })
     }
 }
 
@@ -75,7 +84,7 @@ impl Triggers {
     fn new() -> Result<Self, GuardError> {
         // The English keywords are lowercase already; the others are folded as the canonical view.
         let mut words: BTreeMap<String, u8> = BTreeMap::new();
-        for w in rules::TRIGGERS {
+        for w in rules::TRIGGERS.iter().chain(rules::own_prompt::TRIGGERS) {
             *words.entry((*w).to_owned()).or_default() |= EN_TABLES;
         }
         for (list, table) in [
@@ -113,6 +122,8 @@ impl Triggers {
 pub struct Detector {
     triggers: Triggers,
     en: Table,
+    /// The model's own instructions asked for without a reveal verb (`rules/own_prompt.rs`).
+    own_prompt: Table,
     ko: Table,
     intl: Table,
     ko_en: Table,
@@ -229,10 +240,16 @@ impl Detector {
         Ok(Self {
             triggers: Triggers::new()?,
             en: Table::new(rules::EN)?,
+            // A quoted "reveal your hidden instructions" is weighed by `reveal_prompt` already.
+            own_prompt: Table::with_reported_share(rules::own_prompt::OWN_PROMPT, 0.0)?,
             ko: Table::new(rules::KO)?,
             intl: Table::new(rules::intl::INTL)?,
             ko_en: Table::new(rules::ko_en::KO_EN)?,
-            documents: Table::new(rules::document::DOCUMENT)?,
+            // An instruction to the model inside a quoted or reported sentence is what a report of
+            // an attack looks like; the instruction-family rules that read the same words already
+            // weigh it, so the document rules add nothing for it (several of them matching one
+            // quoted sentence would otherwise add up to a block).
+            documents: Table::with_reported_share(rules::document::DOCUMENT, 0.0)?,
             mention: Mention::new(),
             chosung,
             chosung_names: rules::CHOSUNG_PHRASES.to_vec(),
@@ -375,6 +392,7 @@ impl Detector {
         let tables = self.triggers.tables(&view.text);
         if tables & EN_TABLES != 0 {
             self.table_on(&self.en, view, ev, at);
+            self.table_on(&self.own_prompt, view, ev, at);
             if korean {
                 self.table_on(&self.ko, view, ev, at);
             }
@@ -401,7 +419,7 @@ impl Detector {
             let Some(m) = rule.regex.find(&view.text) else { continue };
             let reported = self.mention.reported(&view.text, m.start(), rule.category);
             ev.reported |= reported;
-            let weight = if reported { rule.weight * 0.3 } else { rule.weight };
+            let weight = if reported { rule.weight * table.reported_share } else { rule.weight };
             let span = at.unwrap_or(view.source(m.start(), m.end()));
             if merged {
                 ev.add_merged(rule.name, rule.category, weight, span);

@@ -27,6 +27,7 @@ macro_rules! sensitive_en {
 pub(crate) mod document;
 pub(crate) mod intl;
 pub(crate) mod ko_en;
+pub(crate) mod own_prompt;
 
 use super::Category;
 use Category::*;
