@@ -24,6 +24,8 @@ struct Compiled {
     category: Category,
     weight: f64,
     regex: Regex,
+    /// Words that undo a match that holds them ([`rules::UNLESS`]).
+    unless: Option<Regex>,
 }
 
 struct Table {
@@ -52,7 +54,14 @@ impl Table {
                 .size_limit(32 << 20)
                 .build()
                 .map_err(|e| GuardError::Pattern { name: rule.name.to_owned(), reason: e.to_string() })?;
-            compiled.push(Compiled { name: rule.name, category: rule.category, weight: rule.weight, regex });
+            let unless = match rules::UNLESS.iter().find(|(name, _)| *name == rule.name) {
+                Some((_, words)) => Some(Regex::new(words).map_err(|e| GuardError::Pattern {
+                    name: format!("{} (unless)", rule.name),
+                    reason: e.to_string(),
+                })?),
+                None => None,
+            };
+            compiled.push(Compiled { name: rule.name, category: rule.category, weight: rule.weight, regex, unless });
             patterns.push(pattern);
         }
         // A larger lazy-DFA cache keeps adversarial inputs on the DFA instead of the slower NFA.
@@ -417,6 +426,9 @@ impl Detector {
         for i in table.set.matches(&view.text).iter() {
             let Some(rule) = table.rules.get(i) else { continue };
             let Some(m) = rule.regex.find(&view.text) else { continue };
+            if rule.unless.as_ref().is_some_and(|u| u.is_match(m.as_str())) {
+                continue;
+            }
             let reported = self.mention.reported(&view.text, m.start(), rule.category);
             ev.reported |= reported;
             let weight = if reported { rule.weight * table.reported_share } else { rule.weight };

@@ -44,6 +44,13 @@ const fn r(name: &'static str, category: Category, weight: f64, pattern: &'stati
     Rule { name, category, weight, pattern }
 }
 
+/// Per rule, words that undo its match when the matched text holds them: "how to reset the root
+/// password" and "what's a good password" ask about passwords, not for one.
+pub(crate) const UNLESS: &[(&str, &str)] = &[(
+    "secret_request",
+    r"\b(?:how\s+(?:to|do|can|should|would)|reset|change|rotate|recover|good|strong|secure|new|create|generate|choose|pick|manager|policy|requirements?|wi-?fi|hash(?:ed|es|ing)?)\b",
+)];
+
 /// Words that must occur (in the canonical, leet or despaced view) before any rule can match; a
 /// text without them skips the rules (the fast path). Lowercase.
 pub(crate) const TRIGGERS: &[&str] = &[
