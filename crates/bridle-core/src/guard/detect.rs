@@ -23,6 +23,7 @@ struct Compiled {
     name: &'static str,
     category: Category,
     weight: f64,
+    reported_share: f64,
     regex: Regex,
     /// Words that undo a match that holds them ([`rules::UNLESS`]).
     unless: Option<Regex>,
@@ -31,21 +32,12 @@ struct Compiled {
 struct Table {
     set: RegexSet,
     rules: Vec<Compiled>,
-    /// Share of a rule's weight a quoted or reported match keeps.
-    reported_share: f64,
 }
 
-/// Share of its weight a quoted or reported match keeps: a report of an attack is weak evidence.
-const REPORTED_SHARE: f64 = 0.3;
-
 impl Table {
-    fn new(rules: &[Rule]) -> Result<Self, GuardError> {
-        Self::with_reported_share(rules, REPORTED_SHARE)
-    }
-
-    fn with_reported_share(rules: &[Rule], reported_share: f64) -> Result<Self, GuardError> {
-        let mut compiled = Vec::with_capacity(rules.len());
-        let mut patterns = Vec::with_capacity(rules.len());
+    fn new<'a>(rules: impl IntoIterator<Item = &'a Rule>) -> Result<Self, GuardError> {
+        let mut compiled = Vec::new();
+        let mut patterns = Vec::new();
         for rule in rules {
             // ASCII word boundaries keep the lazy DFA available on non-ASCII text; patterns are
             // folded as the canonical view folds text.
@@ -61,7 +53,14 @@ impl Table {
                 })?),
                 None => None,
             };
-            compiled.push(Compiled { name: rule.name, category: rule.category, weight: rule.weight, regex, unless });
+            compiled.push(Compiled {
+                name: rule.name,
+                category: rule.category,
+                weight: rule.weight,
+                reported_share: rule.reported_share,
+                regex,
+                unless,
+            });
             patterns.push(pattern);
         }
         // A larger lazy-DFA cache keeps adversarial inputs on the DFA instead of the slower NFA.
@@ -70,7 +69,7 @@ impl Table {
             .dfa_size_limit(64 << 20)
             .build()
             .map_err(|e| GuardError::Pattern { name: "rule set".to_owned(), reason: e.to_string() })?;
-        Ok(Self { set, rules: compiled, reported_share })
+        Ok(Self { set, rules: compiled })
     }
 }
 
@@ -100,6 +99,7 @@ impl Triggers {
             (rules::intl::TRIGGERS, INTL_TABLE),
             (rules::ko_en::TRIGGERS, KO_EN_TABLE),
             (rules::document::TRIGGERS, DOCUMENT_TABLE),
+            (rules::document_intl::TRIGGERS, DOCUMENT_TABLE),
         ] {
             for w in list {
                 *words.entry(normalize::fold_pattern(w)).or_default() |= table;
@@ -130,9 +130,9 @@ impl Triggers {
 /// The detector: built once (patterns compiled), then shared; `detect` is `&self` and total.
 pub struct Detector {
     triggers: Triggers,
+    /// The English rules and the model's own instructions asked for without a reveal verb
+    /// (`rules/own_prompt.rs`), one set.
     en: Table,
-    /// The model's own instructions asked for without a reveal verb (`rules/own_prompt.rs`).
-    own_prompt: Table,
     ko: Table,
     intl: Table,
     ko_en: Table,
@@ -248,17 +248,11 @@ impl Detector {
             .map_err(|e| GuardError::Pattern { name: "chosung".to_owned(), reason: e.to_string() })?;
         Ok(Self {
             triggers: Triggers::new()?,
-            en: Table::new(rules::EN)?,
-            // A quoted "reveal your hidden instructions" is weighed by `reveal_prompt` already.
-            own_prompt: Table::with_reported_share(rules::own_prompt::OWN_PROMPT, 0.0)?,
+            en: Table::new(rules::EN.iter().chain(rules::own_prompt::OWN_PROMPT))?,
             ko: Table::new(rules::KO)?,
             intl: Table::new(rules::intl::INTL)?,
             ko_en: Table::new(rules::ko_en::KO_EN)?,
-            // An instruction to the model inside a quoted or reported sentence is what a report of
-            // an attack looks like; the instruction-family rules that read the same words already
-            // weigh it, so the document rules add nothing for it (several of them matching one
-            // quoted sentence would otherwise add up to a block).
-            documents: Table::with_reported_share(rules::document::DOCUMENT, 0.0)?,
+            documents: Table::new(rules::document::DOCUMENT.iter().chain(rules::document_intl::DOCUMENT_INTL))?,
             mention: Mention::new(),
             chosung,
             chosung_names: rules::CHOSUNG_PHRASES.to_vec(),
@@ -401,7 +395,6 @@ impl Detector {
         let tables = self.triggers.tables(&view.text);
         if tables & EN_TABLES != 0 {
             self.table_on(&self.en, view, ev, at);
-            self.table_on(&self.own_prompt, view, ev, at);
             if korean {
                 self.table_on(&self.ko, view, ev, at);
             }
@@ -429,9 +422,12 @@ impl Detector {
             if rule.unless.as_ref().is_some_and(|u| u.is_match(m.as_str())) {
                 continue;
             }
-            let reported = self.mention.reported(&view.text, m.start(), rule.category);
+            // A match that opens with the quote or bracket it stands in ("\"AI assistant: …") is
+            // judged from its first word, inside the quotation.
+            let word = m.as_str().find(char::is_alphanumeric).map_or(m.start(), |i| m.start() + i);
+            let reported = self.mention.reported(&view.text, word, rule.category);
             ev.reported |= reported;
-            let weight = if reported { rule.weight * table.reported_share } else { rule.weight };
+            let weight = if reported { rule.weight * rule.reported_share } else { rule.weight };
             let span = at.unwrap_or(view.source(m.start(), m.end()));
             if merged {
                 ev.add_merged(rule.name, rule.category, weight, span);

@@ -51,7 +51,12 @@ const REPORTING: &[&str] = &[
 /// Words elsewhere in a text that mark it as talking about attacks.
 const META: &[&str] = &[
     "attack",
-    "example",
+    // not "example": every `example.com` address would have a text discuss attacks
+    "examples",
+    "for example",
+    "an example",
+    "example:",
+    "example of",
     "quote",
     "phrase",
     "injection",
@@ -78,9 +83,13 @@ const META: &[&str] = &[
     "例",
     "インジェクション",
     "研修",
+    "テスト",
+    "検証",
     "攻击",
     "注入",
     "培训",
+    "测试",
+    "測試",
     // Defending, detecting and reporting: a quotation in such a text is the thing to catch.
     "red team",
     "red-team",
@@ -148,6 +157,30 @@ fn opened_straight(before: &str) -> bool {
     let next = before.get(at + 1..).and_then(|a| a.chars().next());
     prev.is_none_or(|c| c.is_whitespace() || matches!(c, '(' | '[' | ':' | '='))
         && next.is_some_and(char::is_alphanumeric)
+}
+
+/// Whether `start` sits inside a double-quoted passage of its line: an odd number of `"` (the
+/// folded form of every double quote) between the line's start and it. Unlike the apostrophe, a
+/// double quote is always a quotation mark, so counting works where the quote follows a CJK
+/// character with no space (`消息"你现在是…`).
+fn in_double_quotes(text: &str, start: usize) -> bool {
+    let line = text.get(..start).unwrap_or_default();
+    let line = line.rfind('\n').map_or(line, |i| line.get(i + 1..).unwrap_or_default());
+    let mut quotes = line.match_indices('"').map(|(i, _)| i);
+    let count = quotes.clone().count();
+    count % 2 == 1 && quotes.nth(count - 1).is_some_and(|at| !opens_field(line.get(..at).unwrap_or_default()))
+}
+
+/// Whether a double quote after `before` opens a data field, not a quotation: a JSON value
+/// (`"key": "`), an array or object item, a CSV cell or an assignment. A quotation in prose
+/// follows a space or a word (`the mail said "…`, `消息"…`).
+fn opens_field(before: &str) -> bool {
+    let b = before.trim_end();
+    match b.chars().next_back() {
+        Some(',' | '[' | '{' | '=') => true,
+        Some(':') => b.get(..b.len() - 1).is_some_and(|k| k.trim_end().ends_with('"')),
+        _ => false,
+    }
 }
 
 /// The folded word lists.
@@ -221,10 +254,14 @@ impl Mention {
         if self.reporting.iter().any(|w| has_word(text, from, start, w)) {
             return true;
         }
-        let right_after = self.opening.iter().any(|q| before.trim_end().ends_with(q.as_str()));
+        let right_after = self.opening.iter().any(|q| {
+            before.trim_end().strip_suffix(q.as_str()).is_some_and(|b| !(q.as_str() == "\"" && opens_field(b)))
+        });
         let open = self.directional.iter().filter_map(|q| before.rfind(q.as_str())).max();
         let closed = self.closing.iter().filter_map(|q| before.rfind(q.as_str())).max();
-        let inside = open.is_some_and(|o| closed.is_none_or(|c| c < o)) || opened_straight(before);
+        let inside = open.is_some_and(|o| closed.is_none_or(|c| c < o))
+            || opened_straight(before)
+            || in_double_quotes(text, start);
         (right_after || inside) && self.meta.iter().any(|w| text.contains(w.as_str()))
     }
 }

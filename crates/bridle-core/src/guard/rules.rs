@@ -25,6 +25,7 @@ macro_rules! sensitive_en {
 }
 
 pub(crate) mod document;
+pub(crate) mod document_intl;
 pub(crate) mod intl;
 pub(crate) mod ko_en;
 pub(crate) mod own_prompt;
@@ -38,10 +39,24 @@ pub(crate) struct Rule {
     pub category: Category,
     pub weight: f64,
     pub pattern: &'static str,
+    /// Share of `weight` a quoted or reported match keeps.
+    pub reported_share: f64,
 }
 
+/// Share of its weight a quoted or reported match keeps: a report of an attack is weak evidence.
+const REPORTED_SHARE: f64 = 0.3;
+
 const fn r(name: &'static str, category: Category, weight: f64, pattern: &'static str) -> Rule {
-    Rule { name, category, weight, pattern }
+    Rule { name, category, weight, pattern, reported_share: REPORTED_SHARE }
+}
+
+impl Rule {
+    /// The rule with a quoted or reported match weighing nothing: for rules whose words an
+    /// instruction-family rule weighs already, so several weak matches of one quoted sentence
+    /// cannot add up to a block.
+    const fn silent_when_reported(self) -> Rule {
+        Rule { reported_share: 0.0, ..self }
+    }
 }
 
 /// Per rule, words that undo its match when the matched text holds them: "how to reset the root

@@ -110,15 +110,18 @@ macro_rules! addressee_ko {
     };
 }
 
-/// The rules.
+/// The rules. An instruction to the model inside a quoted or reported sentence is what a report
+/// of an attack looks like; the instruction-family rules that read the same words weigh it, so
+/// these add nothing for it.
 pub(crate) const DOCUMENT: &[Rule] = &[
     r(
         "doc_addressed_instruction",
         InstructionOverride,
         0.6,
         concat!("(?m)", addressee_en!(), r"[^\n]{0,200}?", directive_en!()),
-    ),
-    r("doc_addressee", InstructionOverride, 0.3, concat!("(?m)", addressee_en!())),
+    )
+    .silent_when_reported(),
+    r("doc_addressee", InstructionOverride, 0.3, concat!("(?m)", addressee_en!())).silent_when_reported(),
     // "the assistant must …" is a specification as often as an order: it counts only with the
     // directive right after the modal ("should skip", not "should never reveal").
     r(
@@ -130,7 +133,8 @@ pub(crate) const DOCUMENT: &[Rule] = &[
             r"(?:now\s+|also\s+|immediately\s+|first\s+|instead\s+)?",
             r"(?:ignore|disregard|forget|override|bypass|disable|skip|reveal|leak|expose|dump|export|exfiltrate|send|forward|e-?mail|upload|transfer|approve|grant|delete)\b"
         ),
-    ),
+    )
+    .silent_when_reported(),
     // A reader marked as a machine ("AI assistants relaying this alert", "an LLM agent",
     // "agentic executors") told what it should do: the modal and the directive together, so a
     // prohibition ("AI assistants must not reveal …") stays a policy.
@@ -144,7 +148,8 @@ pub(crate) const DOCUMENT: &[Rule] = &[
             r"(?:also\s+|now\s+|instead\s+|immediately\s+|first\s+|always\s+|just\s+|simply\s+|quietly\s+|silently\s+)?",
             directive_en_at_once!()
         ),
-    ),
+    )
+    .silent_when_reported(),
     // The machine reader addressed by a colon, comma or dash and told at once ("LLM agent: while
     // fixing this, also drop …", "Image-reading assistant: tell the user …").
     r(
@@ -158,7 +163,8 @@ pub(crate) const DOCUMENT: &[Rule] = &[
             r")\s*[:,—–]\s*(?:please\s+)?(?:[^\n.,]{0,40},\s*)?(?:also\s+|now\s+|instead\s+|immediately\s+|first\s+|always\s+|just\s+|simply\s+|quietly\s+)?",
             directive_en_at_once!()
         ),
-    ),
+    )
+    .silent_when_reported(),
     // "When an AI model condenses this report, it should state …"
     r(
         "doc_when_machine_reads",
@@ -169,13 +175,15 @@ pub(crate) const DOCUMENT: &[Rule] = &[
             r"\b(?:it|you|they)\s+(?:should|must|shall|needs?\s+to|has\s+to|have\s+to|(?:is|are)\s+to)\s+(?:also\s+|now\s+|instead\s+|always\s+|first\s+)?",
             directive_en_at_once!()
         ),
-    ),
+    )
+    .silent_when_reported(),
     r(
         "doc_before_your_task",
         InstructionOverride,
         0.6,
         r"\bbefore\s+you\s+(?:can\s+)?(?:solve|complete|continue|answer|finish|start)\s+(?:with\s+)?(?:the|your|this|my)\s+(?:task|request|question|job)\b",
-    ),
+    )
+    .silent_when_reported(),
     // A machine reader named in Korean ("AI 리뷰어님,", "이 글을 가져가는 AI 모델은", "HR 챗봇
     // 참고:", "(AI용 안내)") and, later on the line, a directive verb in an imperative or
     // obligation ending (포함할 것, 추가하세요, 보내라, 알려줘). A software agent (모니터링
@@ -191,7 +199,8 @@ pub(crate) const DOCUMENT: &[Rule] = &[
             r"(?:포함|추가|첨부|공유|삭제|지우|승인|보내|보낼|전송|전달|무시|잊|알려|공개|출력|실행|변경|바꾸|바꿔|기재|안내|요청|평가|추천|부여|입력|설치|머지|병합|건너뛰|생략|끄|꺼|숨기|숨겨|언급하지|말하지|답하|말해|표시|보여|복사|업로드|결제|이체|환불|등록|초대)",
             r"[가-힣\s]{0,12}?(?:세요|십시오|시오|해라|하라|어라|아라|거라|줘|바랍니다|바람|것)(?:[\s.!)\]\x22'」]|$)"
         ),
-    ),
+    )
+    .silent_when_reported(),
     r(
         "doc_addressed_instruction_ko",
         InstructionOverride,
@@ -200,5 +209,6 @@ pub(crate) const DOCUMENT: &[Rule] = &[
             addressee_ko!(),
             r"[^\n]{0,200}?(?:무시|잊|보내|전송|전달|출력|보여|승인|삭제|이체|호출|바꾸|변경|답하|말하|추천|공개|해제|실행|멈추|새로운\s*지시|새\s*작업)"
         ),
-    ),
+    )
+    .silent_when_reported(),
 ];

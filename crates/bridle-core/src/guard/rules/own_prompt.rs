@@ -13,7 +13,7 @@ use super::{Rule, r};
 pub(crate) const TRIGGERS: &[&str] =
     &["guardrail", "preamble", "directive", "briefing", "you were", "you got", "you've been", "you have been"];
 
-/// The rules.
+/// The rules. A quoted "reveal your hidden instructions" is weighed by `reveal_prompt` already.
 pub(crate) const OWN_PROMPT: &[Rule] = &[
     // A possessive and a word that marks the set-up text as hidden or original: "your secret
     // rules", "ur initial prompt", "your confidential instructions". "Your instructions" alone is
@@ -27,7 +27,8 @@ pub(crate) const OWN_PROMPT: &[Rule] = &[
             r"(?:(?:full|entire|whole|exact|complete|original|initial|hidden|secret|confidential|internal|private|real|actual|underlying|starting|startup|boot|system|developer|operator|first|verbatim|literal|raw)[\s-]+){1,3}",
             r"(?:prompts?|instructions|rules|guidelines|directives|guardrails?|setup|set-up|configuration|config|brief|briefing|preamble|orders|programming|system\s+message)\b"
         ),
-    ),
+    )
+    .silent_when_reported(),
     // What the model was given, named by how only a machine gets it ("the settings and secrets
     // you were initialized with", "the rules you were booted with") or as the first thing it was
     // given ("the very first sentence you were given"). "The settings you were given by IT" is
@@ -42,5 +43,6 @@ pub(crate) const OWN_PROMPT: &[Rule] = &[
             r"(?:initiali[sz]ed|configured|loaded|booted|programmed|fed|deployed|shipped|pre-?loaded)\b",
             r"|\bfirst\s+(?:sentence|message|words?|lines?|instructions?|text|thing)\s+(?:that\s+)?you\s+(?:were|got)\s+(?:given|told|sent|shown)\b"
         ),
-    ),
+    )
+    .silent_when_reported(),
 ];
