@@ -153,10 +153,27 @@ impl std::fmt::Debug for Detector {
     }
 }
 
+/// One rule's strongest finding in a text.
+#[derive(Clone, Copy, Debug)]
+struct Hit {
+    category: Category,
+    weight: f64,
+    start: usize,
+    end: usize,
+    /// The words were quoted or reported (its weight is the rule's reported share already).
+    reported: bool,
+}
+
+/// Most that quoted or reported matches add up to, together: below [`BLOCK_SCORE`], so a text
+/// that only quotes or reports an attack (a test case, a training slide, an incident note) is
+/// never blocked by the rules alone, however many rules read the quotation; the learned model and
+/// any match that is not reported still count.
+const REPORTED_CAP: f64 = 0.45;
+
 /// Evidence collected for one text: strongest weight per rule, and where.
 #[derive(Default)]
 struct Evidence {
-    hits: BTreeMap<&'static str, (Category, f64, usize, usize)>,
+    hits: BTreeMap<&'static str, Hit>,
     /// Whether a rule of an instruction family matched text that quotes or reports it.
     reported: bool,
     /// The input's canonical view (kept from the top-level scan for the learned model).
@@ -174,20 +191,25 @@ pub(crate) struct Signals {
 
 impl Evidence {
     fn add(&mut self, name: &'static str, category: Category, weight: f64, span: (usize, usize)) {
-        let entry = self.hits.entry(name).or_insert((category, weight, span.0, span.1));
-        if weight > entry.1 {
-            *entry = (category, weight, span.0, span.1);
+        self.put(name, Hit { category, weight, start: span.0, end: span.1, reported: false });
+    }
+
+    /// Keeps the stronger of `hit` and the rule's earlier hit.
+    fn put(&mut self, name: &'static str, hit: Hit) {
+        let entry = self.hits.entry(name).or_insert(hit);
+        if hit.weight > entry.weight {
+            *entry = hit;
         }
     }
 
     /// The hits that count: a rule of [`rules::ONLY_WITH_INSTRUCTION`] counts only beside a hit
     /// of another rule of an instruction family (so `DEBUG=true` beside an encoded-looking token is
     /// still configuration text).
-    fn counted(&self) -> impl Iterator<Item = &(Category, f64, usize, usize)> {
+    fn counted(&self) -> impl Iterator<Item = &Hit> {
         let instructed = self.hits.iter().any(|(name, h)| {
             !rules::ONLY_WITH_INSTRUCTION.contains(name)
                 && matches!(
-                    h.0,
+                    h.category,
                     Category::InstructionOverride
                         | Category::RoleRedefinition
                         | Category::PromptExtraction
@@ -205,30 +227,45 @@ impl Evidence {
     /// language, `es_…`): where a hit of the same family from another language already covers
     /// part of the span (the same words read by two languages' rules, "ignore … instructions"),
     /// the strongest weight counts once.
-    fn add_merged(&mut self, name: &'static str, category: Category, weight: f64, span: (usize, usize)) {
+    fn add_merged(&mut self, name: &'static str, hit: Hit) {
         let lang = |n: &str| n.split('_').next().unwrap_or_default().to_owned();
         let mine = lang(name);
         let overlapping = self.hits.iter_mut().find(|(n, h)| {
-            h.0 == category && lang(n) != mine && h.2 < span.1.max(span.0 + 1) && span.0 < h.3.max(h.2 + 1)
+            h.category == hit.category
+                && lang(n) != mine
+                && h.start < hit.end.max(hit.start + 1)
+                && hit.start < h.end.max(h.start + 1)
         });
         match overlapping {
-            Some((_, h)) => h.1 = h.1.max(weight),
-            None => self.add(name, category, weight, span),
+            Some((_, h)) if hit.weight > h.weight => {
+                (h.weight, h.reported) = (hit.weight, hit.reported);
+            }
+            Some(_) => {}
+            None => self.put(name, hit),
         }
     }
 
     fn score(&self) -> f64 {
+        let (mut direct, mut reported) = (0.0, 0.0);
+        for h in self.counted() {
+            if h.reported {
+                reported += h.weight;
+            } else {
+                direct += h.weight;
+            }
+        }
         // `+ 0.0` turns the empty sum's -0.0 into 0.0.
-        (self.counted().map(|h| h.1).sum::<f64>() + 0.0).min(1.0)
+        (direct + f64::min(reported, REPORTED_CAP) + 0.0).min(1.0)
     }
 
     fn into_detection(mut self) -> (Detection, Signals) {
         let signals = Signals { reported: self.reported, canonical: self.canonical.take() };
         let score = self.score();
-        let mut categories: Vec<Category> = self.counted().map(|h| h.0).collect();
+        let mut categories: Vec<Category> = self.counted().map(|h| h.category).collect();
         categories.sort_unstable();
         categories.dedup();
-        let mut spans: Vec<Span> = self.counted().map(|h| Span { start: h.2, end: h.3, category: h.0 }).collect();
+        let mut spans: Vec<Span> =
+            self.counted().map(|h| Span { start: h.start, end: h.end, category: h.category }).collect();
         spans.sort_unstable();
         spans.dedup();
         let verdict = if score >= BLOCK_SCORE { GuardVerdict::Block } else { GuardVerdict::Allow };
@@ -428,11 +465,12 @@ impl Detector {
             let reported = self.mention.reported(&view.text, word, rule.category);
             ev.reported |= reported;
             let weight = if reported { rule.weight * rule.reported_share } else { rule.weight };
-            let span = at.unwrap_or(view.source(m.start(), m.end()));
+            let (start, end) = at.unwrap_or(view.source(m.start(), m.end()));
+            let hit = Hit { category: rule.category, weight, start, end, reported };
             if merged {
-                ev.add_merged(rule.name, rule.category, weight, span);
+                ev.add_merged(rule.name, hit);
             } else {
-                ev.add(rule.name, rule.category, weight, span);
+                ev.put(rule.name, hit);
             }
         }
     }
@@ -515,9 +553,12 @@ impl Detector {
         {
             self.rescan_whole(&s, depth, budget, ev, whole);
         }
-        // ROT13 is tried on short texts and on texts that mention a shift cipher.
-        let latin = text.len() <= 512 || text.bytes().filter(u8::is_ascii_alphabetic).count() * 2 >= text.len();
-        let rot_cue = text.len() <= 512 || (latin && cue_word);
+        // ROT13 is tried on short texts and on texts that mention a shift cipher, when they are
+        // mostly Latin letters: in text mostly in another script its few Latin letters would be
+        // shifted and the rest read again as it is, without the English words that mark it as a
+        // report.
+        let latin = text.bytes().filter(u8::is_ascii_alphabetic).count() * 2 >= text.len();
+        let rot_cue = latin && (text.len() <= 512 || cue_word);
         if depth == 0 && rot_cue && text.len() <= 64 * 1024 && text.bytes().any(|b| b.is_ascii_alphabetic()) {
             self.rescan_whole(&decode::rot13(text), depth, budget, ev, whole);
         }
@@ -547,8 +588,9 @@ impl Detector {
 
 fn merge(ev: &mut Evidence, inner: Evidence, span: Option<(usize, usize)>) {
     ev.reported |= inner.reported;
-    for (name, (category, weight, a, b)) in inner.hits {
-        ev.add(name, category, weight, span.unwrap_or((a, b)));
+    for (name, hit) in inner.hits {
+        let (start, end) = span.unwrap_or((hit.start, hit.end));
+        ev.put(name, Hit { start, end, ..hit });
     }
 }
 
