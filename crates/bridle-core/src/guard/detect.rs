@@ -16,6 +16,8 @@ use super::{BLOCK_SCORE, Category, Detection, GuardError, GuardVerdict, Span, ja
 pub const MAX_DEPTH: u8 = 2;
 /// Most bytes decoded per scanned text, over all levels.
 pub const MAX_DECODED: usize = 256 * 1024;
+/// Most matches of one rule weighed per view (past the first, only while they are reported).
+const MAX_MATCHES: usize = 8;
 /// Most candidate tokens tried per level.
 const MAX_TOKENS: usize = 64;
 
@@ -25,8 +27,8 @@ struct Compiled {
     weight: f64,
     reported_share: f64,
     regex: Regex,
-    /// Words that undo a match that holds them ([`rules::UNLESS`]).
-    unless: Option<Regex>,
+    /// Words that undo a match where they occur ([`rules::UNLESS`]).
+    unless: Option<(rules::Scope, Regex)>,
 }
 
 struct Table {
@@ -46,11 +48,14 @@ impl Table {
                 .size_limit(32 << 20)
                 .build()
                 .map_err(|e| GuardError::Pattern { name: rule.name.to_owned(), reason: e.to_string() })?;
-            let unless = match rules::UNLESS.iter().find(|(name, _)| *name == rule.name) {
-                Some((_, words)) => Some(Regex::new(words).map_err(|e| GuardError::Pattern {
-                    name: format!("{} (unless)", rule.name),
-                    reason: e.to_string(),
-                })?),
+            let unless = match rules::UNLESS.iter().find(|(name, _, _)| *name == rule.name) {
+                Some((_, scope, words)) => Some((
+                    *scope,
+                    Regex::new(words).map_err(|e| GuardError::Pattern {
+                        name: format!("{} (unless)", rule.name),
+                        reason: e.to_string(),
+                    })?,
+                )),
                 None => None,
             };
             compiled.push(Compiled {
@@ -455,14 +460,29 @@ impl Detector {
     fn table_on_merged(&self, table: &Table, view: &View, ev: &mut Evidence, at: Option<(usize, usize)>, merged: bool) {
         for i in table.set.matches(&view.text).iter() {
             let Some(rule) = table.rules.get(i) else { continue };
-            let Some(m) = rule.regex.find(&view.text) else { continue };
-            if rule.unless.as_ref().is_some_and(|u| u.is_match(m.as_str())) {
-                continue;
+            // The first match that is neither undone nor reported; else the first reported one
+            // (a quoted attack followed by the same words meant for the model is caught).
+            let mut chosen = None;
+            for m in rule.regex.find_iter(&view.text).take(MAX_MATCHES) {
+                if let Some((scope, words)) = &rule.unless
+                    && words.is_match(match scope {
+                        rules::Scope::Match => m.as_str(),
+                        rules::Scope::After => after(&view.text, m.end()),
+                    })
+                {
+                    continue;
+                }
+                // A match that opens with the quote or bracket it stands in ("\"AI assistant: …")
+                // is judged from its first word, inside the quotation.
+                let word = m.as_str().find(char::is_alphanumeric).map_or(m.start(), |i| m.start() + i);
+                let reported = self.mention.reported(&view.text, word, rule.category);
+                if !reported {
+                    chosen = Some((m, false));
+                    break;
+                }
+                chosen = chosen.or(Some((m, true)));
             }
-            // A match that opens with the quote or bracket it stands in ("\"AI assistant: …") is
-            // judged from its first word, inside the quotation.
-            let word = m.as_str().find(char::is_alphanumeric).map_or(m.start(), |i| m.start() + i);
-            let reported = self.mention.reported(&view.text, word, rule.category);
+            let Some((m, reported)) = chosen else { continue };
             ev.reported |= reported;
             let weight = if reported { rule.weight * rule.reported_share } else { rule.weight };
             let (start, end) = at.unwrap_or(view.source(m.start(), m.end()));
@@ -592,6 +612,16 @@ fn merge(ev: &mut Evidence, inner: Evidence, span: Option<(usize, usize)>) {
         let (start, end) = span.unwrap_or((hit.start, hit.end));
         ev.put(name, Hit { start, end, ..hit });
     }
+}
+
+/// The 60 bytes of `text` after `end` (fewer at a character boundary), up to the end of the line.
+fn after(text: &str, end: usize) -> &str {
+    let mut to = (end + 60).min(text.len());
+    while !text.is_char_boundary(to) {
+        to -= 1;
+    }
+    let rest = text.get(end..to).unwrap_or_default();
+    rest.find('\n').map_or(rest, |i| rest.get(..i).unwrap_or_default())
 }
 
 /// Whitespace-separated tokens with their byte offsets.

@@ -143,6 +143,34 @@ const META: &[&str] = &[
     "malveillant",
 ];
 
+/// Particles right after a closing quote that make the quotation reported speech (Korean,
+/// Japanese, Chinese): what someone said or wrote, not what the text says.
+const SPEECH: &[&str] = &[
+    "라고",
+    "라는",
+    "이라고",
+    "이라는",
+    "라며",
+    "라면서",
+    "하고 ",
+    "하는 ",
+    "란 ",
+    "같은",
+    "と言",
+    "という",
+    "といった",
+    "と書",
+    "とか",
+    "って",
+    "などと",
+    "的",
+    "这样",
+    "這樣",
+    "之类",
+    "之類",
+    "等",
+];
+
 /// Quotes that open a quotation: a match right after one (or inside an unclosed one of the
 /// directional kinds) is quoted.
 const OPENING: &[&str] = &["\"", "'", "“", "‘", "「", "『", "«", "„", "《"];
@@ -187,6 +215,7 @@ fn opens_field(before: &str) -> bool {
 pub(crate) struct Mention {
     reporting: Vec<String>,
     meta: Vec<String>,
+    speech: Vec<String>,
     opening: Vec<String>,
     /// Opening quotes whose folded form differs from the straight quotes (they can be told from
     /// their closing partners).
@@ -212,7 +241,7 @@ impl Mention {
         let meta = fold(META);
         let quotes = opening.iter().filter(|q| q.as_str() != "'");
         let discussion = aho_corasick::AhoCorasick::new(meta.iter().chain(quotes)).ok();
-        Self { reporting: fold(REPORTING), meta, opening, directional, closing, discussion }
+        Self { reporting: fold(REPORTING), meta, speech: fold(SPEECH), opening, directional, closing, discussion }
     }
 
     /// Whether the canonical `text` talks about attacks (a word of the META list) and quotes
@@ -262,7 +291,27 @@ impl Mention {
         let inside = open.is_some_and(|o| closed.is_none_or(|c| c < o))
             || opened_straight(before)
             || in_double_quotes(text, start);
-        (right_after || inside) && self.meta.iter().any(|w| text.contains(w.as_str()))
+        (right_after || inside)
+            && (self.meta.iter().any(|w| text.contains(w.as_str())) || self.speech_follows(text, start))
+    }
+
+    /// Whether the quotation holding `start` closes, on its line, into a particle of reported
+    /// speech: `"…"라고 했더니`, `「…」と書かれた`, `“…”这样的消息`. Grammar says it is reported;
+    /// no word about attacks is needed.
+    fn speech_follows(&self, text: &str, start: usize) -> bool {
+        let rest = text.get(start..).unwrap_or_default();
+        let line = rest.find('\n').map_or(rest, |i| rest.get(..i).unwrap_or_default());
+        let close = self
+            .closing
+            .iter()
+            .map(String::as_str)
+            .chain(["\"", "'"])
+            .filter_map(|q| line.find(q).map(|i| i + q.len()))
+            .min();
+        close.and_then(|i| line.get(i..)).is_some_and(|after| {
+            let after = after.trim_start();
+            self.speech.iter().any(|p| after.starts_with(p.as_str()))
+        })
     }
 }
 

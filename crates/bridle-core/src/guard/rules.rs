@@ -59,12 +59,42 @@ impl Rule {
     }
 }
 
-/// Per rule, words that undo its match when the matched text holds them: "how to reset the root
-/// password" and "what's a good password" ask about passwords, not for one.
-pub(crate) const UNLESS: &[(&str, &str)] = &[(
-    "secret_request",
-    r"\b(?:how\s+(?:to|do|can|should|would)|reset|change|rotate|recover|good|strong|secure|new|create|generate|choose|pick|manager|policy|requirements?|wi-?fi|hash(?:ed|es|ing)?)\b",
-)];
+/// Where [`UNLESS`] words are looked for: in the match, or right after it on its line.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scope {
+    Match,
+    /// The 60 bytes after the match, up to the end of its line.
+    After,
+}
+
+/// Per rule, words that undo its match when they occur in its [`Scope`]: "how to reset the root
+/// password" and "what's a good password" ask about passwords, not for one; "forget the rules I
+/// gave you for the summary" withdraws the user's own rules; "enable developer mode on a
+/// Chromebook" is about a device.
+pub(crate) const UNLESS: &[(&str, Scope, &str)] = &[
+    (
+        "secret_request",
+        Scope::Match,
+        r"\b(?:how\s+(?:to|do|can|should|would)|reset|change|rotate|recover|good|strong|secure|new|create|generate|choose|pick|manager|policy|requirements?|wi-?fi|hash(?:ed|es|ing)?)\b",
+    ),
+    (
+        "override_verb_object",
+        Scope::After,
+        concat!(
+            r"^[^.\n]{0,40}?\b(?:i\s+(?:gave|set|wrote|sent|asked\s+for|mentioned|listed|specified|shared|added|put)|",
+            r"(?:from|in)\s+my\s+(?:first|earlier|previous|last|original|initial|other)\s+(?:message|request|prompt|note|e-?mail|question))\b"
+        ),
+    ),
+    (
+        "enable_mode",
+        Scope::After,
+        concat!(
+            r"^\s*(?:on|in|for)\s+(?:my|a|an|the|your|our|his|her)?\s*(?:[a-z0-9]+\s+)?",
+            r"(?:chromebooks?|android|phones?|iphones?|ipads?|pixel|galaxy|windows|macs?|macbooks?|chrome|browsers?|edge|firefox|safari|xbox|playstation|ps[45]|switch|routers?|tvs?|cars?|devices?|laptops?|tablets?|kindle|quest|consoles?|vs\s*code|visual\s+studio|extensions?|settings|bios)\b"
+        ),
+    ),
+    ("en_stealth", Scope::After, r"^\s*(?:an?\s+|the\s+|your\s+)?(?:ai|llm|models?|chatbots?|bots?|assistants?|gpt)\b"),
+];
 
 /// Words that must occur (in the canonical, leet or despaced view) before any rule can match; a
 /// text without them skips the rules (the fast path). Lowercase.
