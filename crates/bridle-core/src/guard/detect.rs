@@ -51,7 +51,7 @@ impl Table {
             let unless = match rules::UNLESS.iter().find(|(name, _, _)| *name == rule.name) {
                 Some((_, scope, words)) => Some((
                     *scope,
-                    Regex::new(words).map_err(|e| GuardError::Pattern {
+                    Regex::new(&normalize::fold_pattern(words)).map_err(|e| GuardError::Pattern {
                         name: format!("{} (unless)", rule.name),
                         reason: e.to_string(),
                     })?,
@@ -468,6 +468,7 @@ impl Detector {
                     && words.is_match(match scope {
                         rules::Scope::Match => m.as_str(),
                         rules::Scope::After => after(&view.text, m.end()),
+                        rules::Scope::Before => before(&view.text, m.start()),
                     })
                 {
                     continue;
@@ -622,6 +623,17 @@ fn after(text: &str, end: usize) -> &str {
     }
     let rest = text.get(end..to).unwrap_or_default();
     rest.find('\n').map_or(rest, |i| rest.get(..i).unwrap_or_default())
+}
+
+/// The 24 bytes of `text` before `start` (fewer at a character boundary), from the start of the
+/// line.
+fn before(text: &str, start: usize) -> &str {
+    let mut from = start.saturating_sub(24);
+    while !text.is_char_boundary(from) {
+        from += 1;
+    }
+    let head = text.get(from..start).unwrap_or_default();
+    head.rfind('\n').map_or(head, |i| head.get(i + 1..).unwrap_or_default())
 }
 
 /// Whitespace-separated tokens with their byte offsets.

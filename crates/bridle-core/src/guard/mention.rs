@@ -162,7 +162,7 @@ const SPEECH: &[&str] = &[
     "と書",
     "とか",
     "って",
-    "などと",
+    "など",
     "的",
     "这样",
     "這樣",
@@ -308,10 +308,25 @@ impl Mention {
             .chain(["\"", "'"])
             .filter_map(|q| line.find(q).map(|i| i + q.len()))
             .min();
-        close.and_then(|i| line.get(i..)).is_some_and(|after| {
-            let after = after.trim_start();
-            self.speech.iter().any(|p| after.starts_with(p.as_str()))
-        })
+        let mut after = close.and_then(|i| line.get(i..)).unwrap_or_default();
+        // A list of quotations ("“…”“…”之类的语句") is reported by the particle after the last.
+        for _ in 0..4 {
+            after = after.trim_start_matches(|c: char| c.is_whitespace() || matches!(c, ',' | '、' | '，' | '/'));
+            if self.speech.iter().any(|p| after.starts_with(p.as_str())) {
+                return true;
+            }
+            let Some(inner) = self.opening.iter().find_map(|q| after.strip_prefix(q.as_str())) else { return false };
+            let next = self
+                .closing
+                .iter()
+                .map(String::as_str)
+                .chain(["\"", "'"])
+                .filter_map(|q| inner.find(q).map(|i| i + q.len()))
+                .min();
+            let Some(next) = next else { return false };
+            after = inner.get(next..).unwrap_or_default();
+        }
+        false
     }
 }
 
