@@ -199,13 +199,17 @@ fn in_double_quotes(text: &str, start: usize) -> bool {
     count % 2 == 1 && quotes.nth(count - 1).is_some_and(|at| !opens_field(line.get(..at).unwrap_or_default()))
 }
 
-/// Whether a double quote after `before` opens a data field, not a quotation: a JSON value
-/// (`"key": "`), an array or object item, a CSV cell or an assignment. A quotation in prose
-/// follows a space or a word (`the mail said "…`, `消息"…`).
+/// Whether a double quote after `before` opens a data field, not a quotation: a CSV cell (a comma
+/// right before it: `1003,"…`), a JSON value (`"key": "`), an array or object item or an
+/// assignment. A quotation in prose follows a space or a word (`the mail said "…`, `消息"…`, a
+/// list `"…", "…"`).
 fn opens_field(before: &str) -> bool {
+    if before.ends_with(',') {
+        return true;
+    }
     let b = before.trim_end();
     match b.chars().next_back() {
-        Some(',' | '[' | '{' | '=') => true,
+        Some('[' | '{' | '=') => true,
         Some(':') => b.get(..b.len() - 1).is_some_and(|k| k.trim_end().ends_with('"')),
         _ => false,
     }

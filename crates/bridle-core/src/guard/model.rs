@@ -22,7 +22,7 @@ use super::normalize;
 const WEIGHTS: &[u8] = include_bytes!("model/weights.bin");
 
 /// SHA-256 of [`WEIGHTS`], hex. `bridle guard train` prints the new value when the data change.
-pub const WEIGHTS_SHA256: &str = "0ab80f0fc26134a4ec2b43d244663b981403d9845468545e56c4a4ee60743470";
+pub const WEIGHTS_SHA256: &str = "05861485007a3691693c4130b0e2c27ded74f63592973c09cc886db82585b29c";
 
 /// File magic and format version.
 const MAGIC: &[u8; 8] = b"BRGUARD1";

@@ -109,6 +109,13 @@ pub(crate) const UNLESS: &[(&str, Scope, &str)] = &[
     ("zh_override", Scope::Before, ZH_NOT),
     ("zh_void", Scope::Before, ZH_NOT),
     ("zh_secret", Scope::Before, ZH_NOT),
+    // "시스템 프롬프트를 공개하지 마라", "유출되면", "유출 막는 방법": a prohibition, a passive or
+    // a noun, not a request.
+    (
+        "ko_extract",
+        Scope::After,
+        r"^\s*(?:하지|되지|되면|되는|됐|되었|될|된|되어|돼|사고|금지|방지|여부|위험|시키지|당하|하려는|하려고|하면\s*안|해서는|(?:을|를)?\s*(?:막|방지|차단|예방))",
+    ),
     ("ja_reveal", Scope::After, r"^(?:し|さ|せ|れ)?(?:ない|ません|ず|ぬ|てはいけ|てはなら|ては駄目|ちゃだめ|禁止)"),
 ];
 
@@ -125,7 +132,7 @@ const DE_MINE: &str = concat!(
     r"|\b(?:aus|in)\s+meiner\s+(?:ersten|letzten|vorigen|vorherigen|anderen)\s+(?:nachricht|mail))"
 );
 const ZH_NOT: &str = concat!(
-    r"(?:(?:不要|不得|不能|不可|不会|不會|禁止|切勿|请勿|請勿|严禁|嚴禁|避免|拒绝|拒絕)(?:向|对|對|给|給)?(?:用户|用戶|任何人|他人|外部|第三方|客户|客戶)?",
+    r"(?:(?:不要|不得|不能|不可|不会|不會|禁止|切勿|请勿|請勿|严禁|嚴禁|避免|拒绝|拒絕|诱导|誘導|防止|防范|防範|预防|預防|以免|杜绝|杜絕|试图|試圖|企图|企圖)(?:向|对|對|给|給)?(?:用户|用戶|任何人|他人|外部|第三方|客户|客戶)?",
     r"|不(?:向|对|對|给|給)(?:用户|用戶|任何人|他人|外部|第三方|客户|客戶))\s*$"
 );
 
