@@ -305,14 +305,7 @@ impl Mention {
     fn speech_follows(&self, text: &str, start: usize) -> bool {
         let rest = text.get(start..).unwrap_or_default();
         let line = rest.find('\n').map_or(rest, |i| rest.get(..i).unwrap_or_default());
-        let close = self
-            .closing
-            .iter()
-            .map(String::as_str)
-            .chain(["\"", "'"])
-            .filter_map(|q| line.find(q).map(|i| i + q.len()))
-            .min();
-        let mut after = close.and_then(|i| line.get(i..)).unwrap_or_default();
+        let mut after = self.past_closing(line).unwrap_or_default();
         // A list of quotations ("“…”“…”之类的语句") is reported by the particle after the last.
         for _ in 0..4 {
             after = after.trim_start_matches(|c: char| c.is_whitespace() || matches!(c, ',' | '、' | '，' | '/'));
@@ -320,17 +313,22 @@ impl Mention {
                 return true;
             }
             let Some(inner) = self.opening.iter().find_map(|q| after.strip_prefix(q.as_str())) else { return false };
-            let next = self
-                .closing
-                .iter()
-                .map(String::as_str)
-                .chain(["\"", "'"])
-                .filter_map(|q| inner.find(q).map(|i| i + q.len()))
-                .min();
-            let Some(next) = next else { return false };
-            after = inner.get(next..).unwrap_or_default();
+            let Some(next) = self.past_closing(inner) else { return false };
+            after = next;
         }
         false
+    }
+
+    /// What follows the first closing quote (directional or straight) of `text`.
+    fn past_closing<'t>(&self, text: &'t str) -> Option<&'t str> {
+        let end = self
+            .closing
+            .iter()
+            .map(String::as_str)
+            .chain(["\"", "'"])
+            .filter_map(|q| text.find(q).map(|i| i + q.len()))
+            .min()?;
+        text.get(end..)
     }
 }
 
