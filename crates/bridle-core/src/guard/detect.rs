@@ -26,9 +26,26 @@ struct Compiled {
     category: Category,
     weight: f64,
     reported_share: f64,
-    regex: Regex,
+    /// The folded pattern, compiled on the rule's first match in the set ([`Compiled::regex`]).
+    pattern: String,
+    regex: std::sync::OnceLock<Result<Regex, String>>,
     /// Words that undo a match where they occur ([`rules::UNLESS`]).
     unless: Option<(rules::Scope, Regex)>,
+}
+
+impl Compiled {
+    /// The rule's own regex, compiled the first time the set says it matches: most rules never
+    /// match most texts, and each compiled regex keeps its own copy of the automata the set
+    /// holds already (about a quarter of the detector's memory). `None` only if a pattern that
+    /// compiled inside the set does not compile alone.
+    fn regex(&self) -> Option<&Regex> {
+        self.regex
+            .get_or_init(|| {
+                regex::RegexBuilder::new(&self.pattern).size_limit(32 << 20).build().map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .ok()
+    }
 }
 
 struct Table {
@@ -44,10 +61,6 @@ impl Table {
             // ASCII word boundaries keep the lazy DFA available on non-ASCII text; patterns are
             // folded as the canonical view folds text.
             let pattern = normalize::fold_pattern(rule.pattern).replace(r"\b", r"(?-u:\b)");
-            let regex = regex::RegexBuilder::new(&pattern)
-                .size_limit(32 << 20)
-                .build()
-                .map_err(|e| GuardError::Pattern { name: rule.name.to_owned(), reason: e.to_string() })?;
             let unless = match rules::UNLESS.iter().find(|(name, _, _)| *name == rule.name) {
                 Some((_, scope, words)) => Some((
                     *scope,
@@ -63,7 +76,8 @@ impl Table {
                 category: rule.category,
                 weight: rule.weight,
                 reported_share: rule.reported_share,
-                regex,
+                pattern: pattern.clone(),
+                regex: std::sync::OnceLock::new(),
                 unless,
             });
             patterns.push(pattern);
@@ -462,8 +476,13 @@ impl Detector {
             let Some(rule) = table.rules.get(i) else { continue };
             // The first match that is neither undone nor reported; else the first reported one
             // (a quoted attack followed by the same words meant for the model is caught).
+            let Some(regex) = rule.regex() else {
+                // The set matched and the rule cannot say where: its whole weight, on the view.
+                ev.add(rule.name, rule.category, rule.weight, at.unwrap_or(view.source(0, view.text.len())));
+                continue;
+            };
             let mut chosen = None;
-            for m in rule.regex.find_iter(&view.text).take(MAX_MATCHES) {
+            for m in regex.find_iter(&view.text).take(MAX_MATCHES) {
                 if let Some((scope, words)) = &rule.unless
                     && words.is_match(match scope {
                         rules::Scope::Match => m.as_str(),
