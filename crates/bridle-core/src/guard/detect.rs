@@ -56,7 +56,6 @@ struct Table {
 impl Table {
     fn new<'a>(rules: impl IntoIterator<Item = &'a Rule>) -> Result<Self, GuardError> {
         let mut compiled = Vec::new();
-        let mut patterns = Vec::new();
         for rule in rules {
             // ASCII word boundaries keep the lazy DFA available on non-ASCII text; patterns are
             // folded as the canonical view folds text.
@@ -76,14 +75,13 @@ impl Table {
                 category: rule.category,
                 weight: rule.weight,
                 reported_share: rule.reported_share,
-                pattern: pattern.clone(),
+                pattern,
                 regex: std::sync::OnceLock::new(),
                 unless,
             });
-            patterns.push(pattern);
         }
         // A larger lazy-DFA cache keeps adversarial inputs on the DFA instead of the slower NFA.
-        let set = regex::RegexSetBuilder::new(&patterns)
+        let set = regex::RegexSetBuilder::new(compiled.iter().map(|c| &c.pattern))
             .size_limit(64 << 20)
             .dfa_size_limit(64 << 20)
             .build()

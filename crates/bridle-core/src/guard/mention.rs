@@ -194,9 +194,8 @@ fn opened_straight(before: &str) -> bool {
 fn in_double_quotes(text: &str, start: usize) -> bool {
     let line = text.get(..start).unwrap_or_default();
     let line = line.rfind('\n').map_or(line, |i| line.get(i + 1..).unwrap_or_default());
-    let mut quotes = line.match_indices('"').map(|(i, _)| i);
-    let count = quotes.clone().count();
-    count % 2 == 1 && quotes.nth(count - 1).is_some_and(|at| !opens_field(line.get(..at).unwrap_or_default()))
+    let (count, last) = line.match_indices('"').fold((0, 0), |(n, _), (i, _)| (n + 1, i));
+    count % 2 == 1 && !opens_field(line.get(..last).unwrap_or_default())
 }
 
 /// Whether a double quote after `before` opens a data field, not a quotation: a CSV cell (a comma
@@ -308,7 +307,7 @@ impl Mention {
         let mut after = self.past_closing(line).unwrap_or_default();
         // A list of quotations ("“…”“…”之类的语句") is reported by the particle after the last.
         for _ in 0..4 {
-            after = after.trim_start_matches(|c: char| c.is_whitespace() || matches!(c, ',' | '、' | '，' | '/'));
+            after = after.trim_start_matches(|c: char| c.is_whitespace() || matches!(c, ',' | '、' | '/'));
             if self.speech.iter().any(|p| after.starts_with(p.as_str())) {
                 return true;
             }
