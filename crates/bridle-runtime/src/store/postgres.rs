@@ -250,6 +250,7 @@ impl Dialect for PostgresDb {
     const APPEND_GRANT: &'static str = "grants || jsonb_build_array($1::jsonb)";
     const NOT_LAPSED: &'static str = "NOT lapsed";
     const BYTE_ORDER: &'static str = " COLLATE \"C\"";
+    const RETURNING_BUFFERS: bool = false;
 }
 
 /// Whether a driver error is a violation of the unique constraint or index `name`.

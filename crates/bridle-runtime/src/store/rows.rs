@@ -3,6 +3,8 @@
 //! function per record reads a row through [`Columns`], one conversion per value type writes it,
 //! and a stored value that does not decode is `Corrupt` on both.
 
+use std::fmt::Display;
+
 use bridle_core::approval::{ApprovalRequest, ApprovalStatus, Grant};
 use bridle_core::audit::{AuditEvent, AuditRecord, Decision, EventKind, Timings};
 use bridle_core::contract::ApprovalLevel;
@@ -20,24 +22,24 @@ use time::{OffsetDateTime, UtcOffset};
 use super::db_err;
 
 /// An instant as unix nanoseconds; instants outside 1677–2262 cannot be stored.
-pub(crate) fn to_nanos(what: &str, t: OffsetDateTime) -> StoreResult<i64> {
+pub(crate) fn to_nanos(what: impl Display, t: OffsetDateTime) -> StoreResult<i64> {
     i64::try_from(t.unix_timestamp_nanos())
         .map_err(|_| StoreError::Unavailable(format!("{what} `{t}` is outside the storable range")))
 }
 
 /// Unix nanoseconds back to an instant (UTC).
-pub(crate) fn from_nanos(what: &str, n: i64) -> StoreResult<OffsetDateTime> {
+pub(crate) fn from_nanos(what: impl Display, n: i64) -> StoreResult<OffsetDateTime> {
     OffsetDateTime::from_unix_timestamp_nanos(i128::from(n))
         .map_err(|e| StoreError::Corrupt(format!("{what} {n} is not a valid instant: {e}")))
 }
 
 /// A count for an integer column; values above `i64::MAX` are refused, never wrapped.
-pub(crate) fn to_i64(what: &str, v: u64) -> StoreResult<i64> {
+pub(crate) fn to_i64(what: impl Display, v: u64) -> StoreResult<i64> {
     i64::try_from(v).map_err(|_| StoreError::Unavailable(format!("{what} {v} exceeds the largest storable integer")))
 }
 
 /// An integer column back to a count.
-pub(crate) fn to_u64(what: &str, v: i64) -> StoreResult<u64> {
+pub(crate) fn to_u64(what: impl Display, v: i64) -> StoreResult<u64> {
     u64::try_from(v).map_err(|_| StoreError::Corrupt(format!("{what} is negative ({v})")))
 }
 
@@ -106,7 +108,7 @@ pub(crate) fn approval(row: &impl Columns) -> StoreResult<ApprovalRequest> {
     let level = row.text("level")?;
     let status = row.text("status")?;
     let grants: Vec<Grant> = from_json(&what("grants"), &row.text("grants")?)?;
-    let count = to_u64(&what("grant_count"), row.int("grant_count")?)?;
+    let count = to_u64(what("grant_count"), row.int("grant_count")?)?;
     if u64::try_from(grants.len()).ok() != Some(count) {
         return Err(StoreError::Corrupt(format!("{} {count} does not match its grants", what("grant_count"))));
     }
@@ -121,8 +123,8 @@ pub(crate) fn approval(row: &impl Columns) -> StoreResult<ApprovalRequest> {
             .ok_or_else(|| StoreError::Corrupt(format!("{} `{status}` is unknown", what("status"))))?,
         grants,
         rejection_reason: row.opt_text("rejection_reason")?,
-        created_at: from_nanos(&what("created_at"), row.int("created_at")?)?,
-        expires_at: from_nanos(&what("expires_at"), row.int("expires_at")?)?,
+        created_at: from_nanos(what("created_at"), row.int("created_at")?)?,
+        expires_at: from_nanos(what("expires_at"), row.int("expires_at")?)?,
         consumed_by: row.opt_text("consumed_by")?,
         context: row.opt_text("context")?.map(|c| from_json::<Value>(&what("context"), &c)).transpose()?,
         id,
@@ -149,8 +151,8 @@ pub(crate) fn job(row: &impl Columns) -> StoreResult<Job> {
             .opt_text("outcome")?
             .map(|o| StoredOutcome::from_text(o).map_err(|e| StoreError::Corrupt(format!("{}: {e}", what("outcome")))))
             .transpose()?,
-        created_at: from_nanos(&what("created_at"), row.int("created_at")?)?,
-        updated_at: from_nanos(&what("updated_at"), row.int("updated_at")?)?,
+        created_at: from_nanos(what("created_at"), row.int("created_at")?)?,
+        updated_at: from_nanos(what("updated_at"), row.int("updated_at")?)?,
         id,
     })
 }
@@ -160,7 +162,7 @@ pub(crate) fn decision(row: &impl Columns) -> StoreResult<DecisionRecord> {
     let id = row.text("decision_id")?;
     let what = |field: &str| format!("decision `{id}` {field}");
     let json = |field: &str| -> StoreResult<Value> { from_json(&what(field), &row.text(field)?) };
-    let count = |field: &str| -> StoreResult<u64> { to_u64(&what(field), row.int(field)?) };
+    let count = |field: &str| -> StoreResult<u64> { to_u64(what(field), row.int(field)?) };
     Ok(DecisionRecord {
         pipeline_run_id: row.text("pipeline_run_id")?,
         tenant: row.text("tenant")?,
@@ -173,7 +175,7 @@ pub(crate) fn decision(row: &impl Columns) -> StoreResult<DecisionRecord> {
         latency_ms: count("latency_ms")?,
         harness_checks: json("harness_checks")?,
         final_verdict: row.text("final_verdict")?,
-        created_at: from_nanos(&what("created_at"), row.int("created_at")?)?,
+        created_at: from_nanos(what("created_at"), row.int("created_at")?)?,
         prompt_hash: row.opt_text("prompt_hash")?,
         tool_schema_hash: row.opt_text("tool_schema_hash")?,
         policy_version: row.opt_text("policy_version")?,
@@ -184,15 +186,15 @@ pub(crate) fn decision(row: &impl Columns) -> StoreResult<DecisionRecord> {
 /// An audit event from its columns; every field the hash covers is its own column.
 pub(crate) fn audit_event(row: &impl Columns) -> StoreResult<AuditEvent> {
     let tenant = row.text("tenant")?;
-    let seq = to_u64(&format!("audit seq of `{tenant}`"), row.int("seq")?)?;
+    let seq = to_u64(format!("audit seq of `{tenant}`"), row.int("seq")?)?;
     let what = |field: &str| format!("audit event {seq} of `{tenant}` {field}");
-    let count = |field: &str| -> StoreResult<u64> { to_u64(&what(field), row.int(field)?) };
+    let count = |field: &str| -> StoreResult<u64> { to_u64(what(field), row.int(field)?) };
     let offset = row.int("at_offset")?;
     let offset = i32::try_from(offset)
         .ok()
         .and_then(|s| UtcOffset::from_whole_seconds(s).ok())
         .ok_or_else(|| StoreError::Corrupt(format!("{} {offset} is not an offset", what("at_offset"))))?;
-    let at = from_nanos(&what("at"), row.int("at")?)?
+    let at = from_nanos(what("at"), row.int("at")?)?
         .checked_to_offset(offset)
         .ok_or_else(|| StoreError::Corrupt(format!("{} is out of range", what("at"))))?;
     let kind: EventKind = parse_enum("audit event kind", &row.text("kind")?)?;
@@ -240,17 +242,17 @@ pub(crate) fn audit_event(row: &impl Columns) -> StoreResult<AuditEvent> {
 /// A run from the columns `tenant, run_id, subject, agent, opened_at, last_call_at, calls, state`.
 pub(crate) fn run(row: &impl Columns) -> StoreResult<bridle_core::runs::RunRecord> {
     let run_id = row.text("run_id")?;
-    let what = |field: &str| format!("run `{run_id}` {field}");
+    // Messages are formatted only on failure: this runs at every admission.
     let state = row.text("state")?;
     Ok(bridle_core::runs::RunRecord {
         tenant: row.text("tenant")?,
         subject: row.text("subject")?,
         agent: row.opt_text("agent")?,
-        opened_at: from_nanos(&what("opened_at"), row.int("opened_at")?)?,
-        last_call_at: from_nanos(&what("last_call_at"), row.int("last_call_at")?)?,
-        calls: to_u64(&what("calls"), row.int("calls")?)?,
+        opened_at: from_nanos(format_args!("run `{run_id}` opened_at"), row.int("opened_at")?)?,
+        last_call_at: from_nanos(format_args!("run `{run_id}` last_call_at"), row.int("last_call_at")?)?,
+        calls: to_u64(format_args!("run `{run_id}` calls"), row.int("calls")?)?,
         state: bridle_core::runs::RunState::parse(&state)
-            .ok_or_else(|| StoreError::Corrupt(format!("{} `{state}` is unknown", what("state"))))?,
+            .ok_or_else(|| StoreError::Corrupt(format!("run `{run_id}` state `{state}` is unknown")))?,
         run_id,
     })
 }
@@ -264,7 +266,7 @@ pub(crate) fn kill_switch(row: &impl Columns) -> StoreResult<bridle_core::kill::
     Ok(bridle_core::kill::KillSwitch {
         reason: row.text("reason")?,
         set_by: row.text("set_by")?,
-        set_at: from_nanos(&format!("kill switch {} set_at", scope.describe()), row.int("set_at")?)?,
+        set_at: from_nanos(format!("kill switch {} set_at", scope.describe()), row.int("set_at")?)?,
         scope,
     })
 }
@@ -291,7 +293,7 @@ pub(crate) fn action(row: &impl Columns) -> StoreResult<bridle_core::history::Ac
                 .ok_or_else(|| StoreError::Corrupt(format!("{} `{source}` is unknown", what("outcome_source"))))?,
             rated_by: row.opt_text("rated_by")?.unwrap_or_default(),
             note: row.opt_text("note")?,
-            rated_at: from_nanos(&what("rated_at"), at)?,
+            rated_at: from_nanos(what("rated_at"), at)?,
         }),
         (None, None, None) => None,
         _ => return Err(StoreError::Corrupt(format!("{} is half-written", what("rating")))),
@@ -302,7 +304,7 @@ pub(crate) fn action(row: &impl Columns) -> StoreResult<bridle_core::history::Ac
         diagnosis: row.text("diagnosis")?,
         equipment_class: row.text("equipment_class")?,
         equipment: row.text("equipment")?,
-        executed_at: from_nanos(&what("executed_at"), row.int("executed_at")?)?,
+        executed_at: from_nanos(what("executed_at"), row.int("executed_at")?)?,
         rating,
         job_id,
     })

@@ -141,6 +141,10 @@ pub enum TxKind {
     Write,
     /// As [`Dialect::begin_async`].
     Async,
+    /// As [`Self::Async`], for a job that keeps whatever it wrote: it undoes only having
+    /// written nothing (a refusal). A store that groups transactions may run it without a
+    /// savepoint of its own, so a failure after one of its writes undoes its whole group.
+    AsyncKept,
 }
 
 /// What a job of [`Dialect::transact`] decided: its answer, and whether its writes are kept
@@ -215,7 +219,7 @@ pub trait Dialect: Send + Sync + 'static {
         async move {
             let mut tx = match kind {
                 TxKind::Write => self.begin().await?,
-                TxKind::Async => self.begin_async().await?,
+                TxKind::Async | TxKind::AsyncKept => self.begin_async().await?,
             };
             let done = job(&mut tx).await?;
             if done.keep {
@@ -275,6 +279,10 @@ pub trait Dialect: Send + Sync + 'static {
     const NOT_LAPSED: &'static str;
     /// Sorts text by bytes (as the memory store's maps), after a text column in ORDER BY.
     const BYTE_ORDER: &'static str;
+    /// Whether a statement with `RETURNING` costs more than the same statement and a key probe
+    /// after it: SQLite buffers the returned rows in a temporary B-tree built and dropped per
+    /// statement; on PostgreSQL `RETURNING` saves a round trip.
+    const RETURNING_BUFFERS: bool;
 }
 
 /// `sql` with `args` bound, for a dialect's statements.

@@ -120,12 +120,13 @@ impl Dialect for SqliteDb {
 
     /// Queued for the group writer, which runs it in its next group (see `group.rs`): the
     /// caller never takes the writer itself.
-    async fn transact<T, F>(&self, _kind: TxKind, job: F) -> StoreResult<T>
+    async fn transact<T, F>(&self, kind: TxKind, job: F) -> StoreResult<T>
     where
         T: Send + 'static,
         F: for<'c> FnOnce(&'c mut Self::Conn) -> Job<'c, T> + Send + 'static,
     {
-        self.writer.submit(move |conn| group::now(job(conn)).map(|done| (done.value, done.keep))).await
+        let savepoint = kind != TxKind::AsyncKept;
+        self.writer.submit(savepoint, move |conn| group::now(job(conn)).map(|done| (done.value, done.keep))).await
     }
 
     async fn execute<'a>(conn: &'a mut Self::Conn, sql: &'a str, args: &'a [Arg<'a>]) -> StoreResult<u64> {
@@ -212,6 +213,7 @@ impl Dialect for SqliteDb {
     const APPEND_GRANT: &'static str = "json_insert(grants, '$[#]', json($1))";
     const NOT_LAPSED: &'static str = "lapsed = 0";
     const BYTE_ORDER: &'static str = "";
+    const RETURNING_BUFFERS: bool = true;
 }
 
 /// The one audit INSERT, built once; its placeholders are bare `?`s, bound in order without a

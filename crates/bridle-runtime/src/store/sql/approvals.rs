@@ -87,8 +87,8 @@ async fn insert<D: Dialect>(conn: &mut D::Conn, r: &ApprovalRequest, lapsed: boo
             &grants,
             count(&what("grant count"), r.grants.len())?,
             &r.rejection_reason,
-            to_nanos(&what("created_at"), r.created_at)?,
-            to_nanos(&what("expires_at"), r.expires_at)?,
+            to_nanos(what("created_at"), r.created_at)?,
+            to_nanos(what("expires_at"), r.expires_at)?,
             &r.consumed_by,
             context.as_deref(),
             lapsed,
@@ -108,7 +108,7 @@ async fn insert<D: Dialect>(conn: &mut D::Conn, r: &ApprovalRequest, lapsed: boo
 /// others then read the committed holder (READ COMMITTED: a new statement sees it). On SQLite the
 /// writer's lock runs one round at a time.
 async fn create_in<D: Dialect>(conn: &mut D::Conn, r: &ApprovalRequest) -> StoreResult<Option<Created>> {
-    let now = to_nanos(&format!("approval `{}` created_at", r.id), r.created_at)?;
+    let now = to_nanos(format!("approval `{}` created_at", r.id), r.created_at)?;
     let sql = format!(
         "UPDATE approvals SET lapsed = TRUE
          WHERE tenant = $1 AND plan_hash = $2 AND status = 'pending' AND {} AND expires_at <= $3",

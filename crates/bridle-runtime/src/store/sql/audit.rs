@@ -69,12 +69,12 @@ impl<'a> Stored<'a> {
         let r = &event.record;
         // Messages are built only on failure: this runs for every appended event.
         let what = |field: &str| format!("audit event {} of `{}` {field}", event.seq, r.tenant);
-        let int = |field: &str, v: u64| i64::try_from(v).map_or_else(|_| to_i64(&what(field), v), Ok);
+        let int = |field: &str, v: u64| i64::try_from(v).map_or_else(|_| to_i64(what(field), v), Ok);
         Ok(Self {
             event,
             seq: int("seq", event.seq)?,
             kind: r.kind.as_str(),
-            at: i64::try_from(r.at.unix_timestamp_nanos()).map_or_else(|_| to_nanos(&what("at"), r.at), Ok)?,
+            at: i64::try_from(r.at.unix_timestamp_nanos()).map_or_else(|_| to_nanos(what("at"), r.at), Ok)?,
             at_offset: i64::from(r.at.offset().whole_seconds()),
             decision: r.decision.map(|d| enum_name("audit decision", d)).transpose()?,
             total_us: int("total_us", r.timings.total_us)?,
@@ -90,7 +90,7 @@ impl<'a> Stored<'a> {
 async fn head<D: Dialect>(conn: &mut D::Conn, tenant: &str) -> StoreResult<Option<(u64, String)>> {
     let sql = "SELECT seq, hash FROM audit_events WHERE tenant = $1 ORDER BY seq DESC LIMIT 1";
     let Some(row) = D::fetch_optional(conn, sql, args![tenant]).await? else { return Ok(None) };
-    Ok(Some((to_u64(&format!("audit seq of `{tenant}`"), row.int("seq")?)?, row.text("hash")?)))
+    Ok(Some((to_u64(format_args!("audit seq of `{tenant}`"), row.int("seq")?)?, row.text("hash")?)))
 }
 
 /// Locks the chains of `records`' tenants (in sorted order), chains the records after their
@@ -136,7 +136,7 @@ impl<D: Dialect> AuditLog for SqlStore<D> {
         let append = job::<D, _, _>(move |conn| {
             Box::pin(async move { append_prepared::<D>(conn, prepared).await.map(Done::kept) })
         });
-        let events = self.db().transact(TxKind::Async, append).await?;
+        let events = self.db().transact(TxKind::AsyncKept, append).await?;
         self.db().flush().await?;
         Ok(events)
     }
@@ -199,7 +199,7 @@ impl<D: Dialect> AuditLog for SqlStore<D> {
         rows.iter()
             .map(|r| {
                 let tenant = r.text("tenant")?;
-                let seq = to_u64(&format!("audit seq of `{tenant}`"), r.int("seq")?)?;
+                let seq = to_u64(format!("audit seq of `{tenant}`"), r.int("seq")?)?;
                 Ok(ChainHead { tenant, seq, hash: r.text("hash")? })
             })
             .collect()

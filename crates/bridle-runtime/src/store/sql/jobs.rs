@@ -66,8 +66,8 @@ async fn claim<D: Dialect>(conn: &mut D::Conn, job: &Job) -> StoreResult<bool> {
             &job.approval_id,
             job.status.as_str(),
             outcome,
-            to_nanos(&what("created_at"), job.created_at)?,
-            to_nanos(&what("updated_at"), job.updated_at)?,
+            to_nanos(what("created_at"), job.created_at)?,
+            to_nanos(what("updated_at"), job.updated_at)?,
         ],
     )
     .await?;

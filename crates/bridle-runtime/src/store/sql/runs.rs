@@ -5,7 +5,9 @@
 //! opens the run bound to the caller's subject, or counts the call if the run is the caller's,
 //! its deadline is ahead and it has calls left (`RETURNING` says which); with the kill check
 //! ([`RunAdmit::kill_check`]) it also probes the kill switches and writes nothing when one covers
-//! the call, so the switch, the run and its limits cost one statement. A concurrent admission
+//! the call, so the switch, the run and its limits cost one statement (on SQLite, where
+//! `RETURNING` costs a temporary B-tree per statement, three key probes and a single-row upsert
+//! in the writer's group instead: [`Dialect::RETURNING_BUFFERS`]). A concurrent admission
 //! (on PostgreSQL, on another replica) waits for the run's row and the WHERE clause is checked
 //! against the committed row, so the calls admitted never pass the limit. Only a refusal pays
 //! more statements, to read the switches and the run and say why. Under a concurrency limit the
@@ -39,23 +41,41 @@ fn upsert_sql(kill_check: bool, taint_check: bool) -> String {
     };
     let taint = if taint_check {
         let (actor, since) = if kill_check { ("$9", "$10") } else { ("$8", "$9") };
-        format!(
-            ", (SELECT reason FROM run_taint WHERE tenant = $1 AND run_id = $2) AS run_taint,
-             (SELECT reason FROM actor_taint WHERE tenant = $1 AND actor = {actor} AND tainted_at >= {since})
-                 AS actor_taint"
-        )
+        taint_columns(actor, since)
     } else {
         String::new()
     };
     format!(
         "INSERT INTO runs ({RUN_COLUMNS}) SELECT $1, $2, $3, $4, $5, $5, 1, 'open' WHERE {condition}
-         ON CONFLICT (tenant, run_id) DO UPDATE SET calls = runs.calls + 1,
-             last_call_at = EXCLUDED.last_call_at, state = 'open'
-         WHERE runs.subject = EXCLUDED.subject AND (CAST($6 AS BIGINT) IS NULL OR runs.calls < $6)
-             AND (CAST($7 AS BIGINT) IS NULL OR runs.opened_at > $7)
-         RETURNING {RUN_COLUMNS}{taint}"
+         {COUNT_OR_REFUSE} RETURNING {RUN_COLUMNS}{taint}"
     )
 }
+
+/// The columns, after a run's, of its taint (tenant `$1`, run `$2`) and of the taint of
+/// `actor` recorded at or after `since` (placeholders).
+fn taint_columns(actor: &str, since: &str) -> String {
+    format!(
+        ", (SELECT reason FROM run_taint WHERE tenant = $1 AND run_id = $2) AS run_taint,
+         (SELECT reason FROM actor_taint WHERE tenant = $1 AND actor = {actor} AND tainted_at >= {since})
+             AS actor_taint"
+    )
+}
+
+/// The taint read beside a run ([`taint_columns`]): the run's own first.
+fn taint_of(row: &impl Columns) -> StoreResult<Option<Taint>> {
+    Ok(match (row.opt_text("run_taint")?, row.opt_text("actor_taint")?) {
+        (Some(reason), _) => Some(Taint { reason, via: TaintVia::Run }),
+        (None, Some(reason)) => Some(Taint { reason, via: TaintVia::Actor }),
+        (None, None) => None,
+    })
+}
+
+/// The upsert's conflict clause: the call is counted when the run's subject, call limit (`$6`)
+/// and deadline (`$7`: opened after) allow it.
+const COUNT_OR_REFUSE: &str = "ON CONFLICT (tenant, run_id) DO UPDATE SET calls = runs.calls + 1,
+         last_call_at = EXCLUDED.last_call_at, state = 'open'
+     WHERE runs.subject = EXCLUDED.subject AND (CAST($6 AS BIGINT) IS NULL OR runs.calls < $6)
+         AND (CAST($7 AS BIGINT) IS NULL OR runs.opened_at > $7)";
 
 /// Bound values of one admission.
 struct Admission<'a> {
@@ -86,6 +106,9 @@ impl<'a> Admission<'a> {
         static SQL: LazyLock<[String; 4]> = LazyLock::new(|| {
             [upsert_sql(false, false), upsert_sql(true, false), upsert_sql(false, true), upsert_sql(true, true)]
         });
+        if D::RETURNING_BUFFERS {
+            return self.upsert_then_read::<D>(conn).await;
+        }
         let a = self.admit;
         let mut args: Vec<Arg<'_>> =
             vec![a.tenant.into(), a.run_id.into(), a.subject.into(), a.agent.into(), self.now.into()];
@@ -107,15 +130,44 @@ impl<'a> Admission<'a> {
         };
         let Some(row) = D::fetch_optional(conn, sql, &args).await? else { return Ok(None) };
         let record = crate::store::rows::run(&row)?;
-        let taint = if a.taint_check.is_some() {
-            match (row.opt_text("run_taint")?, row.opt_text("actor_taint")?) {
-                (Some(reason), _) => Some(Taint { reason, via: TaintVia::Run }),
-                (None, Some(reason)) => Some(Taint { reason, via: TaintVia::Actor }),
-                (None, None) => None,
+        let taint = if a.taint_check.is_some() { taint_of(&row)? } else { None };
+        Ok(Some(Admitted { record, taint }))
+    }
+
+    /// [`Self::upsert`] where `RETURNING` costs more than a key probe (SQLite): the kill
+    /// switches probed, a single-row upsert, and the run read back by its key, each a statement
+    /// that needs no temporary B-tree and no statement journal. Same transaction, same answers.
+    async fn upsert_then_read<D: Dialect>(&self, conn: &mut D::Conn) -> StoreResult<Option<Admitted>> {
+        static SQL: LazyLock<[String; 3]> = LazyLock::new(|| {
+            let read = format!("SELECT {RUN_COLUMNS}{{taint}} FROM runs WHERE tenant = $1 AND run_id = $2");
+            [
+                format!(
+                    "INSERT INTO runs ({RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $5, 1, 'open') {COUNT_OR_REFUSE}"
+                ),
+                read.replace("{taint}", ""),
+                read.replace("{taint}", &taint_columns("$3", "$4")),
+            ]
+        });
+        let [upsert, read, read_taint] = &*SQL;
+        let a = self.admit;
+        if a.kill_check && super::governance::covering_in::<D>(conn, a.tenant, a.agent).await?.is_some() {
+            return Ok(None);
+        }
+        let args = args![a.tenant, a.run_id, a.subject, a.agent, self.now, self.calls_limit, self.opened_after];
+        if D::execute(conn, upsert, args).await? == 0 {
+            return Ok(None);
+        }
+        let row = match &a.taint_check {
+            None => D::fetch_optional(conn, read, args![a.tenant, a.run_id]).await?,
+            Some(check) => {
+                let since = to_nanos("taint window", check.since).unwrap_or(i64::MIN);
+                D::fetch_optional(conn, read_taint, args![a.tenant, a.run_id, check.actor.as_deref(), since]).await?
             }
-        } else {
-            None
         };
+        let row =
+            row.ok_or_else(|| StoreError::Contention(format!("run `{}` vanished during its admission", a.run_id)))?;
+        let record = crate::store::rows::run(&row)?;
+        let taint = if a.taint_check.is_some() { taint_of(&row)? } else { None };
         Ok(Some(Admitted { record, taint }))
     }
 
@@ -225,9 +277,12 @@ async fn admit_in<D: Dialect>(
 #[async_trait]
 impl<D: Dialect> RunLedger for SqlStore<D> {
     async fn admit(&self, admit: &RunAdmit<'_>) -> StoreResult<Result<Admitted, RunRefusal>> {
+        // Only a lease refused for concurrency undoes what the admission wrote (the call's count).
+        let kind =
+            if admit.limits.concurrency.is_some() && admit.lease.is_some() { TxKind::Async } else { TxKind::AsyncKept };
         let owned = Owned::new(admit);
         let admission = job::<D, _, _>(move |conn| Box::pin(async move { admit_in::<D>(conn, &owned.admit()).await }));
-        self.db().transact(TxKind::Async, admission).await
+        self.db().transact(kind, admission).await
     }
 
     async fn run(&self, tenant: &str, run_id: &str) -> StoreResult<Option<RunRecord>> {

@@ -9,6 +9,8 @@
 //! that meets another writer's lock (the checkpointer's connection, another process) is retried
 //! after an asynchronous pause, never by blocking the task in SQLite's busy handler.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -29,9 +31,14 @@ const BUSY_PAUSE: Duration = Duration::from_millis(1);
 /// Prepared statements kept per connection (the stores use a few dozen distinct statements).
 const STATEMENT_CACHE: usize = 128;
 
+/// Column names of the statements a connection ran, by the address and length of their text
+/// (checked against the text itself): a row's names are shared, not allocated per query.
+type Names = HashMap<(usize, usize), (Box<str>, Arc<[String]>)>;
+
 /// One connection of the store; `None` once the store is closed.
 pub struct SqliteConn {
     conn: Option<Connection>,
+    names: RefCell<Names>,
 }
 
 impl std::fmt::Debug for SqliteConn {
@@ -46,12 +53,12 @@ impl SqliteConn {
     pub(crate) fn new(conn: Connection) -> StoreResult<Self> {
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         conn.busy_timeout(Duration::ZERO).map_err(|e| sql_err(&e))?;
-        Ok(Self { conn: Some(conn) })
+        Ok(Self { conn: Some(conn), names: RefCell::default() })
     }
 
     /// A connection that is closed: every statement on it fails.
     pub(crate) fn closed() -> Self {
-        Self { conn: None }
+        Self { conn: None, names: RefCell::default() }
     }
 
     /// The connection, unless the store was closed.
@@ -89,7 +96,7 @@ impl SqliteConn {
         let conn = self.conn.as_ref().ok_or(rusqlite::Error::InvalidQuery)?;
         let mut stmt = conn.prepare_cached(sql)?;
         bind(&mut stmt, args)?;
-        let names: Arc<[String]> = stmt.column_names().into_iter().map(str::to_owned).collect();
+        let names = self.column_names(sql, &stmt);
         let mut rows = stmt.raw_query();
         let mut out = Vec::new();
         while out.len() < limit {
@@ -98,6 +105,23 @@ impl SqliteConn {
             out.push(SqliteRow { names: names.clone(), values });
         }
         Ok(out)
+    }
+
+    /// The column names of `stmt`, prepared from `sql`.
+    fn column_names(&self, sql: &str, stmt: &Statement<'_>) -> Arc<[String]> {
+        let key = (sql.as_ptr() as usize, sql.len());
+        let mut names = self.names.borrow_mut();
+        if let Some((text, known)) = names.get(&key)
+            && **text == *sql
+        {
+            return known.clone();
+        }
+        if names.len() >= STATEMENT_CACHE {
+            names.clear();
+        }
+        let known: Arc<[String]> = stmt.column_names().into_iter().map(str::to_owned).collect();
+        names.insert(key, (sql.into(), known.clone()));
+        known
     }
 
     /// Whether no transaction is open on the connection.

@@ -3,7 +3,8 @@
 //!
 //! Two ways in. The hot writes (audit appends, run admissions) queue a job
 //! ([`GroupWriter::submit`]); the committer, a thread of its own, takes every queued job, runs
-//! each in its own savepoint and commits them together, so a caller never waits for the writer
+//! each (in a savepoint of its own unless the job keeps whatever it writes: [`run_bare`]) and
+//! commits them together, so a caller never waits for the writer
 //! to be handed to it, and the writer changes hands once per group. Every other write
 //! transaction ([`GroupWriter::begin`], from the generic port code) takes the writer in its task,
 //! opens the group's `BEGIN IMMEDIATE` if none is open, runs inside `SAVEPOINT member`, and at its
@@ -24,6 +25,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use bridle_core::ports::{StoreError, StoreResult};
+use rusqlite::Connection;
 use tokio::sync::{Mutex, OwnedMutexGuard, oneshot};
 
 use super::driver::{BUSY_TIMEOUT, SqliteConn, is_busy, sql_err};
@@ -35,9 +37,18 @@ const BUSY_PAUSE: Duration = Duration::from_millis(1);
 
 /// What a finished member or job is told once its group's commit is known.
 type Finish = Box<dyn FnOnce(StoreResult<()>) + Send>;
-/// A queued job: runs its statements (inside a savepoint the committer opened), says whether
-/// they are kept, and what to tell its caller after the commit.
-type Queued = Box<dyn FnOnce(&mut SqliteConn) -> (bool, Finish) + Send>;
+/// A queued job's statements: they run, say whether they are kept, and what to tell the
+/// caller after the commit.
+type Statements = Box<dyn FnOnce(&mut SqliteConn) -> (bool, Finish) + Send>;
+
+/// A queued job.
+struct Queued {
+    statements: Statements,
+    /// Whether the job runs in a savepoint of its own, so that undoing it leaves the group
+    /// whole. Without one (a job that keeps whatever it wrote), a job that fails or undoes
+    /// after a write takes its whole group with it: see [`run_bare`].
+    savepoint: bool,
+}
 
 /// What wakes the committer.
 enum Wake {
@@ -91,14 +102,15 @@ impl GroupWriter {
         self.wake.lock().unwrap_or_else(PoisonError::into_inner).send(wake).map_err(|e| e.0)
     }
 
-    /// Queues `job` for the committer, which runs it in its next group; its answer once that
-    /// group is committed.
+    /// Queues `job` for the committer, which runs it in its next group (in a savepoint of its
+    /// own if `savepoint`); its answer once that group is committed.
     pub(crate) async fn submit<T: Send + 'static>(
         &self,
+        savepoint: bool,
         job: impl FnOnce(&mut SqliteConn) -> StoreResult<(T, bool)> + Send + 'static,
     ) -> StoreResult<T> {
         let (tx, rx) = oneshot::channel();
-        let queued: Queued = Box::new(move |conn| {
+        let statements: Statements = Box::new(move |conn| {
             let (answer, keep) = match job(conn) {
                 Ok((value, keep)) => (Ok(value), keep),
                 Err(e) => (Err(e), false),
@@ -109,7 +121,7 @@ impl GroupWriter {
             });
             (keep, finish)
         });
-        if self.send(Wake::Job(queued)).is_err() {
+        if self.send(Wake::Job(Queued { statements, savepoint })).is_err() {
             return Err(stopped());
         }
         rx.await.unwrap_or_else(|_| Err(stopped()))
@@ -230,7 +242,7 @@ fn committer(writer: &Arc<Mutex<Writer>>, wake: &mpsc::Receiver<Wake>) {
                 Err(e) => {
                     for job in jobs {
                         // The job never runs: its statements see a closed connection.
-                        let (_, finish) = job(&mut SqliteConn::closed());
+                        let (_, finish) = (job.statements)(&mut SqliteConn::closed());
                         finish(Err(e.clone()));
                     }
                 }
@@ -240,17 +252,39 @@ fn committer(writer: &Arc<Mutex<Writer>>, wake: &mpsc::Receiver<Wake>) {
     }
 }
 
-/// Runs one queued job in a savepoint of the open group.
+/// Runs one queued job in the open group: in a savepoint of its own, or bare.
 fn run(w: &mut Writer, job: Queued) {
+    if !job.savepoint {
+        return run_bare(w, job.statements);
+    }
     if let Err(e) = w.conn.control("SAVEPOINT member") {
-        let (_, finish) = job(&mut SqliteConn::closed());
+        let (_, finish) = (job.statements)(&mut SqliteConn::closed());
         finish(Err(sql_err(&e)));
         return;
     }
-    let (keep, finish) = job(&mut w.conn);
+    let (keep, finish) = (job.statements)(&mut w.conn);
     w.waiting.push(finish);
     if !keep || w.conn.control("RELEASE member").is_err() {
         undo(w);
+    }
+}
+
+/// Runs a job with no savepoint: a savepoint copies every page its job changes into a journal
+/// of its own, the larger part of a small job's cost. A job that keeps its writes, or undoes
+/// having written nothing (a refusal), leaves the group as a savepoint would; one that wrote and
+/// then fails or undoes cannot be undone alone, so the whole group is rolled back and every
+/// member waiting for it is told so (its own answer stands: nothing it wrote is kept).
+fn run_bare(w: &mut Writer, statements: Statements) {
+    let before = w.conn.get().map(Connection::total_changes).ok();
+    let (keep, finish) = statements(&mut w.conn);
+    w.waiting.push(finish);
+    let wrote = before != w.conn.get().map(Connection::total_changes).ok();
+    if !keep && wrote {
+        w.open = false;
+        if w.conn.get().is_ok_and(|c| !c.is_autocommit()) {
+            let _ = w.conn.control("ROLLBACK");
+        }
+        fail(w, &StoreError::Unavailable("the SQLite group transaction was rolled back".to_owned()));
     }
 }
 
@@ -336,5 +370,99 @@ impl std::ops::Deref for Member {
 impl std::ops::DerefMut for Member {
     fn deref_mut(&mut self) -> &mut SqliteConn {
         &mut self.guard.as_mut().unwrap_or_else(|| unreachable!("an open member holds the writer")).conn
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::unreachable)]
+mod tests {
+    use std::sync::mpsc::{Receiver, channel};
+
+    use super::*;
+    use crate::store::rows::Columns;
+
+    /// A writer on a fresh in-memory database with one table, its group open.
+    fn writer() -> Writer {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch("CREATE TABLE t (x INTEGER)").unwrap();
+        let mut w = Writer { conn: SqliteConn::new(conn).unwrap(), waiting: Vec::new(), open: false };
+        open_group(&mut w).unwrap();
+        w
+    }
+
+    /// A job's statements, inserting `x` (unless `None`) and then keeping them, undoing them or
+    /// (`fail`) failing; and what its caller is told (as [`GroupWriter::submit`] tells it).
+    fn job(x: Option<i64>, keep: bool, fail: bool) -> (Statements, Receiver<StoreResult<()>>) {
+        let (tx, rx) = channel();
+        let statements: Statements = Box::new(move |conn: &mut SqliteConn| {
+            if let Some(x) = x {
+                conn.execute_once("INSERT INTO t (x) VALUES (?)", &[crate::store::sql::Arg::Int(x)]).unwrap();
+            }
+            let keep = keep && !fail;
+            let finish: Finish = Box::new(move |committed| {
+                let told = match (fail, keep) {
+                    (true, _) => Err(StoreError::Corrupt("the job failed".to_owned())),
+                    (false, true) => committed,
+                    (false, false) => Ok(()),
+                };
+                tx.send(told).unwrap();
+            });
+            (keep, finish)
+        });
+        (statements, rx)
+    }
+
+    fn rows(w: &Writer) -> Vec<i64> {
+        let rows = w.conn.query_once("SELECT x FROM t ORDER BY x", &[], 100).unwrap();
+        rows.iter().map(|r| r.int("x").unwrap()).collect()
+    }
+
+    #[test]
+    fn a_bare_job_that_undoes_having_written_nothing_leaves_its_group_whole() {
+        let mut w = writer();
+        let (first, kept) = job(Some(1), true, false);
+        run_bare(&mut w, first);
+        let (second, refused) = job(None, false, false);
+        run_bare(&mut w, second);
+        assert!(w.open, "the group goes on");
+        commit_group(&mut w);
+        assert!(kept.recv().unwrap().is_ok());
+        assert!(refused.recv().unwrap().is_ok());
+        assert_eq!(rows(&w), vec![1]);
+    }
+
+    #[test]
+    fn a_bare_job_that_wrote_and_then_failed_takes_its_whole_group_and_everyone_is_told() {
+        let mut w = writer();
+        let (first, kept) = job(Some(1), true, false);
+        run_bare(&mut w, first);
+        let (second, failed) = job(Some(2), true, true);
+        run_bare(&mut w, second);
+        // Rolled back at once: the earlier member is told, nothing either wrote is kept.
+        assert!(!w.open);
+        assert!(matches!(kept.recv().unwrap(), Err(StoreError::Unavailable(_))));
+        assert!(failed.recv().unwrap().is_err());
+        assert_eq!(rows(&w), Vec::<i64>::new());
+        // The next group works.
+        open_group(&mut w).unwrap();
+        let (third, later) = job(Some(3), true, false);
+        run_bare(&mut w, third);
+        commit_group(&mut w);
+        assert!(later.recv().unwrap().is_ok());
+        assert_eq!(rows(&w), vec![3]);
+    }
+
+    #[test]
+    fn a_job_in_a_savepoint_that_undoes_its_writes_leaves_the_others_kept() {
+        let mut w = writer();
+        let (first, kept) = job(Some(1), true, false);
+        run_bare(&mut w, first);
+        let (second, undone) = job(Some(2), false, false);
+        run(&mut w, Queued { statements: second, savepoint: true });
+        assert!(w.open);
+        commit_group(&mut w);
+        assert!(kept.recv().unwrap().is_ok());
+        assert!(undone.recv().unwrap().is_ok());
+        assert_eq!(rows(&w), vec![1]);
     }
 }
