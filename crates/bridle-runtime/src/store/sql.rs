@@ -279,6 +279,17 @@ pub trait Dialect: Send + Sync + 'static {
     const NOT_LAPSED: &'static str;
     /// Sorts text by bytes (as the memory store's maps), after a text column in ORDER BY.
     const BYTE_ORDER: &'static str;
+    /// The head of `tenant`'s audit chain as the write transaction on `conn` last read or wrote
+    /// it, where the dialect keeps it (SQLite's writer, for the length of its group
+    /// transaction, which excludes every other writer); `None`: read it.
+    fn known_head(_conn: &Self::Conn, _tenant: &str) -> Option<Option<(u64, String)>> {
+        None
+    }
+
+    /// Notes the head of `tenant`'s audit chain, read or written in the write transaction on
+    /// `conn`, for [`Self::known_head`].
+    fn note_head(_conn: &Self::Conn, _tenant: &str, _head: Option<(u64, &str)>) {}
+
     /// Whether a statement with `RETURNING` costs more than the same statement and a key probe
     /// after it: SQLite buffers the returned rows in a temporary B-tree built and dropped per
     /// statement; on PostgreSQL `RETURNING` saves a round trip.

@@ -165,6 +165,14 @@ impl Dialect for SqliteDb {
     }
 
     /// One prepared single-row `INSERT` per event, in the transaction.
+    fn known_head(conn: &SqliteConn, tenant: &str) -> Option<Option<(u64, String)>> {
+        conn.known_head(tenant)
+    }
+
+    fn note_head(conn: &SqliteConn, tenant: &str, head: Option<(u64, &str)>) {
+        conn.note_head(tenant, head);
+    }
+
     async fn insert_events<'a>(conn: &'a mut Self::Conn, events: &'a [AuditEvent]) -> StoreResult<()> {
         let sql = insert_sql();
         for event in events {

@@ -118,10 +118,17 @@ async fn append_prepared<D: Dialect>(conn: &mut D::Conn, prepared: Prepared) -> 
     let mut heads = HashMap::with_capacity(tenants.len());
     for tenant in tenants {
         D::lock(conn, Lock::Chain(tenant)).await?;
-        heads.insert(tenant.to_owned(), head::<D>(conn, tenant).await?);
+        let head = match D::known_head(conn, tenant) {
+            Some(known) => known,
+            None => head::<D>(conn, tenant).await?,
+        };
+        heads.insert(tenant.to_owned(), head);
     }
     let events = crate::audit::chain(prepared, &mut heads);
     D::insert_events(conn, &events).await?;
+    for (tenant, head) in &heads {
+        D::note_head(conn, tenant, head.as_ref().map(|(seq, hash)| (*seq, hash.as_str())));
+    }
     Ok(events)
 }
 

@@ -35,10 +35,21 @@ const STATEMENT_CACHE: usize = 128;
 /// (checked against the text itself): a row's names are shared, not allocated per query.
 type Names = HashMap<(usize, usize), (Box<str>, Arc<[String]>)>;
 
+/// The head (seq, hash) of each tenant's audit chain, or `None` for an empty chain, as read or
+/// written inside the group transaction open on the writer.
+type Heads = HashMap<String, Option<(u64, String)>>;
+
 /// One connection of the store; `None` once the store is closed.
 pub struct SqliteConn {
     conn: Option<Connection>,
+    kept: Box<Kept>,
+}
+
+/// What a connection keeps beside its prepared statements.
+#[derive(Default)]
+struct Kept {
     names: RefCell<Names>,
+    heads: RefCell<Heads>,
 }
 
 impl std::fmt::Debug for SqliteConn {
@@ -53,12 +64,12 @@ impl SqliteConn {
     pub(crate) fn new(conn: Connection) -> StoreResult<Self> {
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         conn.busy_timeout(Duration::ZERO).map_err(|e| sql_err(&e))?;
-        Ok(Self { conn: Some(conn), names: RefCell::default() })
+        Ok(Self { conn: Some(conn), kept: Box::default() })
     }
 
     /// A connection that is closed: every statement on it fails.
     pub(crate) fn closed() -> Self {
-        Self { conn: None, names: RefCell::default() }
+        Self { conn: None, kept: Box::default() }
     }
 
     /// The connection, unless the store was closed.
@@ -107,10 +118,34 @@ impl SqliteConn {
         Ok(out)
     }
 
+    /// The head of `tenant`'s audit chain as last read or written in the open group
+    /// transaction, if it was.
+    pub(crate) fn known_head(&self, tenant: &str) -> Option<Option<(u64, String)>> {
+        if self.autocommit() {
+            return None;
+        }
+        self.kept.heads.borrow().get(tenant).cloned()
+    }
+
+    /// Notes the head of `tenant`'s audit chain, read or written in the open group transaction.
+    pub(crate) fn note_head(&self, tenant: &str, head: Option<(u64, &str)>) {
+        if self.autocommit() {
+            return;
+        }
+        let head = head.map(|(seq, hash)| (seq, hash.to_owned()));
+        self.kept.heads.borrow_mut().insert(tenant.to_owned(), head);
+    }
+
+    /// Forgets every noted head: at the start of a group (another connection may have appended
+    /// since the last one) and whenever writes are undone.
+    pub(crate) fn forget_heads(&self) {
+        self.kept.heads.borrow_mut().clear();
+    }
+
     /// The column names of `stmt`, prepared from `sql`.
     fn column_names(&self, sql: &str, stmt: &Statement<'_>) -> Arc<[String]> {
         let key = (sql.as_ptr() as usize, sql.len());
-        let mut names = self.names.borrow_mut();
+        let mut names = self.kept.names.borrow_mut();
         if let Some((text, known)) = names.get(&key)
             && **text == *sql
         {
@@ -165,14 +200,15 @@ pub(crate) async fn retrying<T>(
     conn: &mut SqliteConn,
     mut attempt: impl FnMut(&SqliteConn) -> rusqlite::Result<T>,
 ) -> StoreResult<T> {
-    let started = Instant::now();
+    // The clock is read only once a lock is met: most statements never meet one.
+    let mut started = None;
     loop {
         match attempt(conn) {
             // Off the runtime (the committer thread) there is no timer to pause on: the error stands.
             Err(e)
                 if is_busy(&e)
                     && conn.autocommit()
-                    && started.elapsed() < BUSY_TIMEOUT
+                    && started.get_or_insert_with(Instant::now).elapsed() < BUSY_TIMEOUT
                     && tokio::runtime::Handle::try_current().is_ok() =>
             {
                 tokio::time::sleep(BUSY_PAUSE).await;

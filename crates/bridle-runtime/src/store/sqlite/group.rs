@@ -183,6 +183,7 @@ fn open_group(w: &mut Writer) -> Result<(), Option<rusqlite::Error>> {
         fail(w, &StoreError::Unavailable("the SQLite group transaction was rolled back".to_owned()));
     }
     if !w.open {
+        w.conn.forget_heads();
         w.conn.control("BEGIN IMMEDIATE").map_err(Some)?;
         w.open = true;
     }
@@ -190,6 +191,7 @@ fn open_group(w: &mut Writer) -> Result<(), Option<rusqlite::Error>> {
 }
 
 fn fail(w: &mut Writer, e: &StoreError) {
+    w.conn.forget_heads();
     for finish in w.waiting.drain(..) {
         finish(Err(e.clone()));
     }
@@ -340,6 +342,7 @@ impl Member {
 /// Rolls back to the open savepoint and leaves it; a group that nobody waits for is rolled back
 /// whole.
 fn undo(w: &mut Writer) {
+    w.conn.forget_heads();
     let undone = w.conn.control("ROLLBACK TO member").and_then(|()| w.conn.control("RELEASE member"));
     if undone.is_err() || w.waiting.is_empty() {
         w.open = false;

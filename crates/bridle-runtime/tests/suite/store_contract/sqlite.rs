@@ -226,3 +226,25 @@ async fn concurrent_writes_are_group_committed_and_answered_after_their_commit()
 async fn group_commits_fsync_under_synchronous_full() -> anyhow::Result<()> {
     group_commit_case("?synchronous=full").await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_stores_appending_to_one_file_in_turns_keep_one_chain() -> anyhow::Result<()> {
+    // Each store's writer knows its chain heads only inside its own group transaction: the
+    // other store's appends in between are read, never chained over.
+    let dir = TempDir::new()?;
+    let path = db_path(&dir);
+    let (first, a) = open(&path).await?;
+    let (second, b) = open(&path).await?;
+    for round in 0..4 {
+        let by_a = a.audit.append(vec![record("tenant-a", round * 2)]).await?;
+        let by_b = b.audit.append(vec![record("tenant-a", round * 2 + 1)]).await?;
+        assert_eq!(by_a.first().map(|e| e.seq), Some(round * 2 + 1));
+        assert_eq!(by_b.first().map(|e| e.seq), Some(round * 2 + 2));
+        assert_eq!(by_b.first().map(|e| e.prev_hash.as_str()), by_a.first().map(|e| e.hash.as_str()));
+    }
+    let events = a.audit.events("tenant-a", 0, 100).await?;
+    assert_eq!(verify_chain("tenant-a", &events).map_err(|e| anyhow::anyhow!("{e:?}"))?, 8);
+    first.close().await;
+    second.close().await;
+    Ok(())
+}
