@@ -6,8 +6,8 @@
 //! its deadline is ahead and it has calls left (`RETURNING` says which); with the kill check
 //! ([`RunAdmit::kill_check`]) it also probes the kill switches and writes nothing when one covers
 //! the call, so the switch, the run and its limits cost one statement (on SQLite, where
-//! `RETURNING` costs a temporary B-tree per statement, three key probes and a single-row upsert
-//! in the writer's group instead: [`Dialect::RETURNING_BUFFERS`]). A concurrent admission
+//! `RETURNING` costs a temporary B-tree per statement: the kill probes, a single-row upsert and
+//! a read by key, three statements in the writer's group: [`Dialect::RETURNING_BUFFERS`]). A concurrent admission
 //! (on PostgreSQL, on another replica) waits for the run's row and the WHERE clause is checked
 //! against the committed row, so the calls admitted never pass the limit. Only a refusal pays
 //! more statements, to read the switches and the run and say why. Under a concurrency limit the
