@@ -1,5 +1,6 @@
 //! Group commit on the SQLite writer: every write transaction of the store joins ONE open
-//! database transaction as a savepoint, and a single `COMMIT` ends many of them.
+//! database transaction (as a savepoint, or bare: [`run_bare`]), and a single `COMMIT` ends many
+//! of them.
 //!
 //! Two ways in. The hot writes (audit appends, run admissions) queue a job
 //! ([`GroupWriter::submit`]); the committer, a thread of its own, takes every queued job, runs
@@ -10,8 +11,9 @@
 //! opens the group's `BEGIN IMMEDIATE` if none is open, runs inside `SAVEPOINT member`, and at its
 //! commit releases the savepoint, lets go of the writer and wakes the committer, which commits it
 //! with the next group. Either way a caller is answered only after the `COMMIT` that holds its
-//! writes, so nothing is acknowledged before it is durable at the store's setting; a job or
-//! member that rolls back undoes only its savepoint. The committer is a thread, not a task: under
+//! writes, so nothing is acknowledged before it is durable at the store's setting; a member, or
+//! a job in a savepoint, that rolls back undoes only its savepoint, and a bare job that fails
+//! after a write takes its whole group (everyone in it is told). The committer is a thread, not a task: under
 //! load the runtime's queues hold many callers, and a task would wait behind them at every hand-over.
 //!
 //! INVARIANT: outside the writer's lock, the connection is either in autocommit mode (no group)
@@ -271,8 +273,8 @@ fn run(w: &mut Writer, job: Queued) {
     }
 }
 
-/// Runs a job with no savepoint: a savepoint copies every page its job changes into a journal
-/// of its own, the larger part of a small job's cost. A job that keeps its writes, or undoes
+/// Runs a job with no savepoint: a savepoint costs two statements and a copy of every page its
+/// job changes into a journal of its own (BENCHMARKS.md, twelfth session). A job that keeps its writes, or undoes
 /// having written nothing (a refusal), leaves the group as a savepoint would; one that wrote and
 /// then fails or undoes cannot be undone alone, so the whole group is rolled back and every
 /// member waiting for it is told so (its own answer stands: nothing it wrote is kept).
