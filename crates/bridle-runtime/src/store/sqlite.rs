@@ -164,7 +164,6 @@ impl Dialect for SqliteDb {
         Ok(())
     }
 
-    /// One prepared single-row `INSERT` per event, in the transaction.
     fn known_head(conn: &SqliteConn, tenant: &str) -> Option<Option<(u64, String)>> {
         conn.known_head(tenant)
     }
@@ -173,6 +172,7 @@ impl Dialect for SqliteDb {
         conn.note_head(tenant, head);
     }
 
+    /// One prepared single-row `INSERT` per event, in the transaction.
     async fn insert_events<'a>(conn: &'a mut Self::Conn, events: &'a [AuditEvent]) -> StoreResult<()> {
         let sql = insert_sql();
         for event in events {

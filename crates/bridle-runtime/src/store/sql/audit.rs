@@ -206,7 +206,7 @@ impl<D: Dialect> AuditLog for SqlStore<D> {
         rows.iter()
             .map(|r| {
                 let tenant = r.text("tenant")?;
-                let seq = to_u64(format!("audit seq of `{tenant}`"), r.int("seq")?)?;
+                let seq = to_u64(format_args!("audit seq of `{tenant}`"), r.int("seq")?)?;
                 Ok(ChainHead { tenant, seq, hash: r.text("hash")? })
             })
             .collect()
