@@ -8,6 +8,7 @@
 //! a long ordinary document is not diluted by the rest. Scoring is one table lookup per feature
 //! and no allocation besides the canonical view. Pure: nothing here reads files.
 
+pub mod concepts;
 pub mod features;
 pub mod train;
 
@@ -22,7 +23,7 @@ use super::normalize;
 const WEIGHTS: &[u8] = include_bytes!("model/weights.bin");
 
 /// SHA-256 of [`WEIGHTS`], hex. `bridle guard train` prints the new value when the data change.
-pub const WEIGHTS_SHA256: &str = "05861485007a3691693c4130b0e2c27ded74f63592973c09cc886db82585b29c";
+pub const WEIGHTS_SHA256: &str = "3ad3686b4ee976508c64d8efb2625847b5c3c68718f3745323ad1bb10ebca1b9";
 
 /// File magic and format version.
 const MAGIC: &[u8; 8] = b"BRGUARD1";
@@ -34,7 +35,9 @@ const HEADER: usize = 20;
 pub struct Model {
     bias: f32,
     scale: f32,
-    weights: Vec<i8>,
+    /// One weight per bucket: a fixed-size table, so a bucket (always below [`features::DIM`])
+    /// indexes it without a bounds check.
+    weights: Box<[i8; features::DIM]>,
 }
 
 impl std::fmt::Debug for Model {
@@ -93,7 +96,7 @@ impl Model {
         if !bias.is_finite() || !scale.is_finite() || scale <= 0.0 {
             return Err(bad("bias or scale is not a finite number (scale > 0)"));
         }
-        let weights = body.iter().map(|b| i8::from_le_bytes([*b])).collect();
+        let weights = table(body.iter().map(|b| i8::from_le_bytes([*b])));
         Ok(Self { bias, scale, weights })
     }
 
@@ -103,7 +106,7 @@ impl Model {
         let largest = weights.iter().fold(0.0f32, |m, w| m.max(w.abs()));
         let scale = if largest > 0.0 && largest.is_finite() { largest / 127.0 } else { 1.0 };
         #[allow(clippy::cast_possible_truncation)]
-        let weights = weights.iter().map(|w| (w / scale).round().clamp(-127.0, 127.0) as i8).collect();
+        let weights = table(weights.iter().map(|w| (w / scale).round().clamp(-127.0, 127.0) as i8));
         Self { bias, scale, weights }
     }
 
@@ -119,7 +122,8 @@ impl Model {
     }
 
     fn weight(&self, bucket: u32) -> i32 {
-        self.weights.get(bucket as usize).map_or(0, |w| i32::from(*w))
+        // The mask keeps the index inside the table, so no bounds check is compiled in.
+        self.weights.get(bucket as usize & (features::DIM - 1)).map_or(0, |w| i32::from(*w))
     }
 
     /// The highest window logit of a text already in the canonical view.
@@ -154,6 +158,15 @@ impl Model {
     pub fn score(&self, text: &str) -> f64 {
         sigmoid(f64::from(self.logit_canonical(&canonical(text))))
     }
+}
+
+/// A weight table from `weights`: the first [`features::DIM`] values, zeros after a short one.
+fn table(weights: impl Iterator<Item = i8>) -> Box<[i8; features::DIM]> {
+    let mut out = Box::new([0i8; features::DIM]);
+    for (slot, w) in out.iter_mut().zip(weights) {
+        *slot = w;
+    }
+    out
 }
 
 /// The canonical view the model reads (NFC first, then the detector's canonical folding).
