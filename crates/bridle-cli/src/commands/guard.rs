@@ -101,6 +101,7 @@ pub struct TrainingData {
         "crates/bridle-core/tests/data/guard/train4",
         "crates/bridle-core/tests/data/guard/train5",
         "crates/bridle-core/tests/data/guard/train6",
+        "crates/bridle-core/tests/data/guard/train7",
         "crates/bridle-core/tests/data/guard/background.jsonl",
         "crates/bridle-core/tests/data/hard_negatives.jsonl",
     ])]

@@ -87,8 +87,17 @@ pub const OBEY: u8 = 31;
 /// The answer dictated: reply with, 라고 답해, と答え, 只回答, responde con, antworte mit.
 pub const RESPOND_WITH: u8 = 32;
 
+/// An approval claimed: pre-approved, I'm authorizing you, 이미 승인, 承認済み, 已批准, ya aprobado.
+pub const CLAIMED_APPROVAL: u8 = 33;
+/// Reassurance: trust me, don't worry, no time, just this once, 걱정 마, 信じて, 相信我.
+pub const TRUST_ME: u8 = 34;
+/// Audit records: audit trail, logs, 감사 로그, 監査ログ, 审计日志, Protokoll.
+pub const AUDIT: u8 = 35;
+/// Controls: approval, review, safety, guardrail, interlock, MFA, 승인, 承認, 审批, Freigabe.
+pub const CONTROL: u8 = 36;
+
 /// Number of concepts (ids are `1..=COUNT`).
-pub const COUNT: u8 = 32;
+pub const COUNT: u8 = 36;
 
 /// The lexicon: each concept and its surface forms (`*` at the end: a stem).
 #[rustfmt::skip]
@@ -316,6 +325,35 @@ const LEXICON: &[(u8, &[&str])] = &[
         "your answer must", "라고 답", "라고만", "답변에", "라고 말해", "로 시작", "と答え", "とだけ", "回答に", "と返信", "で始め", "只回答",
         "只回复", "只回覆", "在回答中", "在回复中", "responde con", "responde solo", "contesta", "di solo", "antworte mit",
         "antworte nur", "sag nur", "réponds", "répondez", "dis seulement", "commence ta réponse",
+    ]),
+    (CLAIMED_APPROVAL, &[
+        "pre-approved", "preapproved", "already approved", "approved by", "i'm authorizing", "i am authorizing",
+        "i authorize", "authorized you", "you are authorized", "you're authorized", "you have permission",
+        "permission granted", "signed off", "sign-off", "i'll raise the change", "i'll add it later",
+        "an exception", "승인받았", "승인 받았", "승인됐", "승인되었", "허가받았", "허락받았", "이미 승인", "결재 났",
+        "承認済み", "承認されて", "許可済み", "許可されて", "已批准", "已经批准", "已經批准", "已获批准", "已獲批准",
+        "已授权", "已授權", "ya aprobado", "ya está aprobado", "está autorizado", "estás autorizado",
+        "bereits genehmigt", "schon genehmigt", "bist autorisiert", "ist freigegeben", "déjà approuvé",
+        "déjà validé", "es autorisé", "êtes autorisé",
+    ]),
+    (TRUST_ME, &[
+        "trust me", "don't worry", "do not worry", "no time", "it's fine", "nobody will", "no one will",
+        "just this once", "between us", "걱정 마", "걱정하지 마", "믿어", "시간 없", "시간이 없", "이번만", "心配しないで",
+        "信じて", "時間がない", "今回だけ", "别担心", "別擔心", "相信我", "没时间", "沒時間", "就这一次", "就這一次",
+        "confía en mí", "no te preocupes", "no hay tiempo", "solo esta vez", "vertrau mir", "keine sorge",
+        "keine zeit", "nur dieses eine mal", "fais-moi confiance", "ne t'inquiète pas", "pas le temps",
+        "juste cette fois",
+    ]),
+    (AUDIT, &[
+        "audit*", "logging", "logs", "the log", "감사 로그", "감사로그", "로그", "이력", "監査", "ログ", "履歴", "审计",
+        "審計", "日志", "日誌", "记录", "記錄", "auditoría", "registros", "bitácora", "protokoll*", "journal*",
+    ]),
+    (CONTROL, &[
+        "approval*", "approver*", "review*", "safety", "safeguard*", "guardrail*", "interlock*", "mfa",
+        "two-person", "change request", "승인", "결재", "검토", "안전장치", "인터락", "承認", "レビュー", "安全装置",
+        "インターロック", "审批", "審批", "批准", "审核", "審核", "安全措施", "联锁", "聯鎖", "aprobación", "revisión",
+        "salvaguarda*", "genehmigung*", "freigabe*", "prüfung*", "sicherheitsvorkehrung*", "approbation*",
+        "revue", "garde-fou*",
     ]),
 ];
 
