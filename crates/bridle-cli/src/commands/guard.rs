@@ -219,8 +219,10 @@ fn detector() -> anyhow::Result<&'static Detector> {
     bridle_runtime::guard::detector().map_err(|e| anyhow::anyhow!("{e}"))
 }
 
-/// `bridle guard scan`: one JSON line per input, in order. A refused line is blocked whole
-/// (`"verdict": "block"` beside its `error`): never scanned in part.
+/// `bridle guard scan`: one JSON line per input, in order, with the verdict, the families found
+/// and where (byte offsets into the input, each with its family: what an operator or a rule's
+/// author reads to see why). A refused line is blocked whole (`"verdict": "block"` beside its
+/// `error`): never scanned in part.
 pub fn scan(file: Option<&Path>, jsonl: bool) -> anyhow::Result<ExitCode> {
     let limits = Limits::default();
     let guard = Guard::with_limits(limits).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -232,6 +234,9 @@ pub fn scan(file: Option<&Path>, jsonl: bool) -> anyhow::Result<ExitCode> {
                     "verdict": d.verdict.as_str(),
                     "score": d.score,
                     "categories": d.categories.iter().map(|c| c.as_str()).collect::<Vec<_>>(),
+                    "spans": d.spans.iter().map(|s| serde_json::json!({
+                        "start": s.start, "end": s.end, "category": s.category.as_str(),
+                    })).collect::<Vec<_>>(),
                 }),
                 Err(r) => blocked(refused_line(n, &id, r.code, &r.message)),
             },
