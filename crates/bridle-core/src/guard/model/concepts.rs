@@ -393,13 +393,16 @@ fn lexicon() -> &'static Lexicon {
                 let folded = normalize::fold_pattern(body);
                 let start = folded.chars().next().is_some_and(spaced);
                 let end = !stem && folded.chars().next_back().is_some_and(spaced);
-                let at = *index.entry(format!("{}{folded}", u8::from(end))).or_insert_with(|| {
-                    patterns.push(folded.clone());
+                // One pattern per folded text (the automaton reports only one of two equal
+                // patterns): a text listed again adds its concepts, and is a stem if either is.
+                let at = *index.entry(folded.clone()).or_insert_with(|| {
+                    patterns.push(folded);
                     forms.push(Form { concepts: 0, start, end });
                     forms.len() - 1
                 });
                 if let Some(f) = forms.get_mut(at) {
                     f.concepts |= 1 << concept;
+                    f.end &= end;
                 }
             }
         }

@@ -7,13 +7,13 @@
 //! ([`RunAdmit::kill_check`]) it also probes the kill switches and writes nothing when one covers
 //! the call, so the switch, the run and its limits cost one statement (on SQLite, where
 //! `RETURNING` costs a temporary B-tree per statement: the kill probes, a single-row upsert and
-//! a read by key, three statements in the writer's group: [`Dialect::RETURNING_BUFFERS`]). A concurrent admission
-//! (on PostgreSQL, on another replica) waits for the run's row and the WHERE clause is checked
-//! against the committed row, so the calls admitted never pass the limit. Only a refusal pays
-//! more statements, to read the switches and the run and say why. Under a concurrency limit the
-//! upsert and the lease run in the same transaction: the upsert's row lock serializes the run's
-//! lease count, and a refused lease counts nothing. Run taint keeps its first reason (`ON
-//! CONFLICT DO NOTHING`); actor taint its latest.
+//! a read by key, three statements in the writer's group: [`Dialect::RETURNING_BUFFERS`]). A
+//! concurrent admission (on PostgreSQL, on another replica) waits for the run's row and the
+//! WHERE clause is checked against the committed row, so the calls admitted never pass the
+//! limit. Only a refusal pays more statements, to read the switches and the run and say why.
+//! Under a concurrency limit the upsert and the lease run in the same transaction: the upsert's
+//! row lock serializes the run's lease count, and a refused lease counts nothing. Run taint keeps
+//! its first reason (`ON CONFLICT DO NOTHING`); actor taint its latest.
 
 use std::sync::LazyLock;
 

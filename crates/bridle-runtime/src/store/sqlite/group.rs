@@ -13,8 +13,9 @@
 //! with the next group. Either way a caller is answered only after the `COMMIT` that holds its
 //! writes, so nothing is acknowledged before it is durable at the store's setting; a member, or
 //! a job in a savepoint, that rolls back undoes only its savepoint, and a bare job that fails
-//! after a write takes its whole group (everyone in it is told). The committer is a thread, not a task: under
-//! load the runtime's queues hold many callers, and a task would wait behind them at every hand-over.
+//! after a write takes its whole group (everyone in it is told). The committer is a thread, not
+//! a task: under load the runtime's queues hold many callers, and a task would wait behind them
+//! at every hand-over.
 //!
 //! INVARIANT: outside the writer's lock, the connection is either in autocommit mode (no group)
 //! or inside the group's transaction with no savepoint open; only the lock's holder moves it
@@ -274,10 +275,11 @@ fn run(w: &mut Writer, job: Queued) {
 }
 
 /// Runs a job with no savepoint: a savepoint costs two statements and a copy of every page its
-/// job changes into a journal of its own (BENCHMARKS.md, twelfth session). A job that keeps its writes, or undoes
-/// having written nothing (a refusal), leaves the group as a savepoint would; one that wrote and
-/// then fails or undoes cannot be undone alone, so the whole group is rolled back and every
-/// member waiting for it is told so (its own answer stands: nothing it wrote is kept).
+/// job changes into a journal of its own (BENCHMARKS.md, twelfth session). A job that keeps its
+/// writes, or undoes having written nothing (a refusal), leaves the group as a savepoint would;
+/// one that wrote and then fails or undoes cannot be undone alone, so the whole group is rolled
+/// back and every member waiting for it is told so (its own answer stands: nothing it wrote is
+/// kept).
 fn run_bare(w: &mut Writer, statements: Statements) {
     let before = w.conn.get().map(Connection::total_changes).ok();
     let (keep, finish) = statements(&mut w.conn);
