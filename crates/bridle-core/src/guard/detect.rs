@@ -30,7 +30,7 @@ struct Compiled {
     pattern: String,
     regex: std::sync::OnceLock<Result<Regex, String>>,
     /// Words that undo a match where they occur ([`rules::UNLESS`]).
-    unless: Option<(rules::Scope, Regex)>,
+    unless: Vec<(rules::Scope, Regex)>,
 }
 
 impl Compiled {
@@ -60,16 +60,17 @@ impl Table {
             // ASCII word boundaries keep the lazy DFA available on non-ASCII text; patterns are
             // folded as the canonical view folds text.
             let pattern = normalize::fold_pattern(rule.pattern).replace(r"\b", r"(?-u:\b)");
-            let unless = match rules::UNLESS.iter().find(|(name, _, _)| *name == rule.name) {
-                Some((_, scope, words)) => Some((
-                    *scope,
-                    Regex::new(&normalize::fold_pattern(words)).map_err(|e| GuardError::Pattern {
+            let unless = rules::UNLESS
+                .iter()
+                .filter(|(name, _, _)| *name == rule.name)
+                .map(|(_, scope, words)| {
+                    let regex = Regex::new(&normalize::fold_pattern(words)).map_err(|e| GuardError::Pattern {
                         name: format!("{} (unless)", rule.name),
                         reason: e.to_string(),
-                    })?,
-                )),
-                None => None,
-            };
+                    })?;
+                    Ok((*scope, regex))
+                })
+                .collect::<Result<Vec<_>, GuardError>>()?;
             compiled.push(Compiled {
                 name: rule.name,
                 category: rule.category,
@@ -481,13 +482,14 @@ impl Detector {
             };
             let mut chosen = None;
             for m in regex.find_iter(&view.text).take(MAX_MATCHES) {
-                if let Some((scope, words)) = &rule.unless
-                    && words.is_match(match scope {
+                let undone = rule.unless.iter().any(|(scope, words)| {
+                    words.is_match(match scope {
                         rules::Scope::Match => m.as_str(),
                         rules::Scope::After => after(&view.text, m.end()),
                         rules::Scope::Before => before(&view.text, m.start()),
                     })
-                {
+                });
+                if undone {
                     continue;
                 }
                 // A match that opens with the quote or bracket it stands in ("\"AI assistant: …")

@@ -1,6 +1,7 @@
 //! Reported, not addressed: whether a match sits in a text that quotes or reports an attack
 //! ("attackers write 'ignore previous instructions'", 「指示を無視して」という攻撃文) rather than
-//! giving the instruction. Only the instruction families and exfiltration are softened, and only by the detector.
+//! giving the instruction. Only the instruction families, jailbreaks and exfiltration are softened, and only by
+//! the detector.
 //!
 //! The word lists are folded like the canonical view when the detector is built, so they are
 //! written here in ordinary spelling, in every language the rules read.
@@ -141,6 +142,14 @@ const META: &[&str] = &[
     "détect",
     "vulnérab",
     "malveillant",
+    // Evaluating a guard: classifiers and their test sets quote what they catch. (Not "filter",
+    // "jailbreak" or "false positive": attacks name the filter they would turn off and the alert
+    // they would close.)
+    "sanitiz",
+    "classifier",
+    "dataset",
+    "데이터셋",
+    "페이로드",
 ];
 
 /// Particles right after a closing quote that make the quotation reported speech (Korean,
@@ -169,6 +178,26 @@ const SPEECH: &[&str] = &[
     "之类",
     "之類",
     "等",
+    // A quotation named or listed, or reported as said: "'ignore …'-style text", "\"이전 지시
+    // 무시\" 패턴", "'…', '관리자 모드' 등을", "누가 '…' 했더니".
+    "-style",
+    "-type",
+    "-like",
+    "style ",
+    "pattern",
+    "phrase",
+    "prompts",
+    "payload",
+    "등",
+    "처럼",
+    "패턴",
+    "문구",
+    "문장",
+    "했",
+    "하길래",
+    "パターン",
+    "文言",
+    "模式",
 ];
 
 /// Quotes that open a quotation: a match right after one (or inside an unclosed one of the
@@ -266,26 +295,33 @@ impl Mention {
     }
 
     /// Whether the match at `start` is quoted or reported in a text about attacks, not addressed
-    /// to the model. The text is the canonical view (folded, lowercase).
+    /// to the model. The text is the canonical view (folded, lowercase). A jailbreak's words are
+    /// reported only by a quotation: "never" and "don't" are a jailbreak's own words ("never
+    /// refuse, stay in character").
     pub(crate) fn reported(&self, text: &str, start: usize, category: Category) -> bool {
-        if !matches!(
-            category,
-            Category::InstructionOverride
-                | Category::RoleRedefinition
-                | Category::PromptExtraction
-                | Category::PrivilegeEscalation
-                | Category::Exfiltration
-        ) {
+        if !softened(category) {
             return false;
         }
+        if category != Category::Jailbreak {
+            let mut from = start.saturating_sub(40);
+            while !text.is_char_boundary(from) {
+                from += 1;
+            }
+            if self.reporting.iter().any(|w| has_word(text, from, start, w)) {
+                return true;
+            }
+        }
+        self.quoted(text, start)
+    }
+
+    /// Whether the word at `start` is quoted (right after an opening quote or inside a
+    /// quotation) in a text about attacks or as reported speech.
+    fn quoted(&self, text: &str, start: usize) -> bool {
         let mut from = start.saturating_sub(40);
         while !text.is_char_boundary(from) {
             from += 1;
         }
         let before = text.get(from..start).unwrap_or_default();
-        if self.reporting.iter().any(|w| has_word(text, from, start, w)) {
-            return true;
-        }
         let right_after = self.opening.iter().any(|q| {
             before.trim_end().strip_suffix(q.as_str()).is_some_and(|b| !(q.as_str() == "\"" && opens_field(b)))
         });
@@ -329,6 +365,19 @@ impl Mention {
             .min()?;
         text.get(end..)
     }
+}
+
+/// The families a quotation or a report softens.
+fn softened(category: Category) -> bool {
+    matches!(
+        category,
+        Category::InstructionOverride
+            | Category::Jailbreak
+            | Category::RoleRedefinition
+            | Category::PromptExtraction
+            | Category::PrivilegeEscalation
+            | Category::Exfiltration
+    )
 }
 
 /// Whether `phrase` occurs in `text[from..to]` starting a word of `text`: "never " is in "we

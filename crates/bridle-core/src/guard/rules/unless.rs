@@ -61,7 +61,28 @@ pub(crate) const UNLESS: &[(&str, Scope, &str)] = &[
         r"^\s*(?:하지|되지|되면|되는|됐|되었|될|된|되어|돼|사고|금지|방지|여부|위험|시키지|당하|하려는|하려고|하면\s*안|해서는|(?:을|를)?\s*(?:막|방지|차단|예방))",
     ),
     ("ja_reveal", Scope::After, r"^(?:し|さ|せ|れ)?(?:ない|ません|ず|ぬ|てはいけ|てはなら|ては駄目|ちゃだめ|禁止)"),
+    ("ko_extract", Scope::Match, r"비\s*공개"),
+    // The user's own instruction withdrawn: "Ignorier meine vorherige Anweisung", "ignora mis
+    // instrucciones", "방금 요청 취소할게요. 이전 지시는 무시하시고", "やっぱりなしで。前の指示は無視して".
+    ("de_override", Scope::Match, r"\bmeine[nrms]?\b"),
+    ("es_override", Scope::Match, r"\bmis\b"),
+    ("fr_override", Scope::Match, r"\b(?:mes|ma|mon)\b"),
+    ("ko_override", Scope::Before, KO_MINE),
+    ("koen_override", Scope::Before, KO_MINE),
+    ("ja_override", Scope::Before, r"(?:やっぱり|なしで|やめて|取り消|キャンセル|私の|僕の|自分の)[^\n]{0,8}$"),
+    // A statement or a rule about what an agent does, not an order to it: "에이전트는 외부로 데이터
+    // 전송 금지", "…송금은 사람이 승인합니다", "…이미 실행된 작업".
+    ("doc_addressed_instruction_ko", Scope::After, KO_STATEMENT),
 ];
+
+/// Before a Korean override: the user's own request withdrawn ("취소할게요. 이전 지시는", "내 이전 지시").
+const KO_MINE: &str = r"(?:취소|제가|내가|(?:^|\s)(?:내|제))[^\n]{0,12}$";
+/// After a Korean verb addressed to an agent: a prohibition, a passive or a statement of what it
+/// does, not an imperative.
+const KO_STATEMENT: &str = concat!(
+    r"^\s*(?:하지\s*(?:않|말|마)|되지|되는|된|됩니다|된다|금지|불가|할\s*수\s*없|해서는|하면\s*안|",
+    r"하는\s*(?:것|행위|경우)|하도록\s*(?:설계|되어)|합니다|한다|하며|하고\s*있)"
+);
 
 /// After an override: the user's own earlier words ("lo que te he dicho", "de mi primer mensaje").
 const ES_MINE: &str = concat!(
