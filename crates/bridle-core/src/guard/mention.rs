@@ -1,7 +1,7 @@
 //! Reported, not addressed: whether a match sits in a text that quotes or reports an attack
 //! ("attackers write 'ignore previous instructions'", 「指示を無視して」という攻撃文) rather than
-//! giving the instruction. Only the instruction families, jailbreaks and exfiltration are softened, and only by
-//! the detector.
+//! giving the instruction. Only the instruction families, jailbreaks and exfiltration are
+//! softened, and only by the detector.
 //!
 //! The word lists are folded like the canonical view when the detector is built, so they are
 //! written here in ordinary spelling, in every language the rules read.
@@ -302,25 +302,16 @@ impl Mention {
         if !softened(category) {
             return false;
         }
-        if category != Category::Jailbreak {
-            let mut from = start.saturating_sub(40);
-            while !text.is_char_boundary(from) {
-                from += 1;
-            }
-            if self.reporting.iter().any(|w| has_word(text, from, start, w)) {
-                return true;
-            }
+        let from = window_start(text, start);
+        if category != Category::Jailbreak && self.reporting.iter().any(|w| has_word(text, from, start, w)) {
+            return true;
         }
-        self.quoted(text, start)
+        self.quoted(text, from, start)
     }
 
-    /// Whether the word at `start` is quoted (right after an opening quote or inside a
-    /// quotation) in a text about attacks or as reported speech.
-    fn quoted(&self, text: &str, start: usize) -> bool {
-        let mut from = start.saturating_sub(40);
-        while !text.is_char_boundary(from) {
-            from += 1;
-        }
+    /// Whether the word at `start` is quoted (right after an opening quote, or inside a
+    /// quotation opened in `text[from..start]`) in a text about attacks or as reported speech.
+    fn quoted(&self, text: &str, from: usize, start: usize) -> bool {
         let before = text.get(from..start).unwrap_or_default();
         let right_after = self.opening.iter().any(|q| {
             before.trim_end().strip_suffix(q.as_str()).is_some_and(|b| !(q.as_str() == "\"" && opens_field(b)))
@@ -365,6 +356,16 @@ impl Mention {
             .min()?;
         text.get(end..)
     }
+}
+
+/// Where the window of words read before a match at `start` begins: 40 bytes back, on a char
+/// boundary.
+fn window_start(text: &str, start: usize) -> usize {
+    let mut from = start.saturating_sub(40);
+    while !text.is_char_boundary(from) {
+        from += 1;
+    }
+    from
 }
 
 /// The families a quotation or a report softens.

@@ -16,7 +16,8 @@ pub(crate) enum Scope {
 /// Per rule, words that undo its match when they occur in its [`Scope`]: "how to reset the root
 /// password" and "what's a good password" ask about passwords, not for one; "forget the rules I
 /// gave you for the summary" withdraws the user's own rules; "enable developer mode on a
-/// Chromebook" is about a device.
+/// Chromebook" is about a device. A rule may have several entries (words in and before it, say):
+/// any of them undoes the match.
 pub(crate) const UNLESS: &[(&str, Scope, &str)] = &[
     (
         "secret_request",
