@@ -69,8 +69,9 @@ pub enum GuardCommand {
         split: Option<String>,
         /// Also write one JSON line per text to this file: its id, file, label, category,
         /// language, whether the rules block it and the model's adjusted score (for choosing a
-        /// threshold).
-        #[arg(long, conflicts_with_all = ["no_model", "split"])]
+        /// threshold). With `--split`, the scores are out of fold (`file` names the fold) and
+        /// each line carries its fold's document threshold.
+        #[arg(long, conflicts_with = "no_model")]
         scores: Option<PathBuf>,
         #[command(flatten)]
         data: TrainingData,
@@ -102,6 +103,8 @@ pub struct TrainingData {
         "crates/bridle-core/tests/data/guard/train5",
         "crates/bridle-core/tests/data/guard/train6",
         "crates/bridle-core/tests/data/guard/train7",
+        "crates/bridle-core/tests/data/guard/tune8",
+        "crates/bridle-core/tests/data/guard/train9",
         "crates/bridle-core/tests/data/guard/background.jsonl",
         "crates/bridle-core/tests/data/hard_negatives.jsonl",
     ])]
@@ -114,7 +117,7 @@ pub fn run(g: &super::Global, command: &GuardCommand) -> anyhow::Result<ExitCode
         GuardCommand::Scan { jsonl, file } => scan(file.as_deref(), *jsonl),
         GuardCommand::Mask { jsonl, rules, file } => mask(g.config(), file.as_deref(), *jsonl, rules.as_deref()),
         GuardCommand::Eval { files, no_model, weights, threshold, split, scores, data } => match split.as_deref() {
-            Some(kind) => eval_split(kind, data, g.json),
+            Some(kind) => eval_split(kind, data, g.json, scores.as_deref()),
             None => {
                 let with = match weights {
                     Some(path) => With::Candidate(candidate(path, *threshold)?),
@@ -354,6 +357,23 @@ fn write_scores(
     std::fs::write(path, out).with_context(|| format!("writing `{}`", path.display()))
 }
 
+/// `bridle guard eval --split … --scores FILE`: each fold's texts scored by the model trained
+/// without them, one JSON line each (the lines of `--scores` and the fold's document threshold).
+fn write_fold_scores(folds: &[split::Fold], path: &Path) -> anyhow::Result<()> {
+    let mut out = String::new();
+    for fold in folds {
+        for s in &fold.scored {
+            let line = serde_json::json!({
+                "id": s.id, "file": fold.name, "label": s.label, "category": s.category, "lang": s.lang,
+                "bytes": s.bytes, "rules": s.rules, "model": s.model, "threshold": fold.thresholds.document,
+            });
+            out.push_str(&line.to_string());
+            out.push('\n');
+        }
+    }
+    std::fs::write(path, out).with_context(|| format!("writing `{}`", path.display()))
+}
+
 /// What `bridle guard eval` decides with besides the rules.
 pub enum With {
     /// The compiled-in model at the bundled document threshold (as `bridle guard scan`).
@@ -507,7 +527,7 @@ pub fn train(data: &TrainingData, out_path: &Path, json: bool) -> anyhow::Result
 
 /// `bridle guard eval --split random|loso`: trains in process per fold and prints, per family
 /// and language, the texts blocked by the rules, the model alone and the two combined.
-pub fn eval_split(kind: &str, data: &TrainingData, json: bool) -> anyhow::Result<ExitCode> {
+pub fn eval_split(kind: &str, data: &TrainingData, json: bool, scores: Option<&Path>) -> anyhow::Result<ExitCode> {
     let detector = detector()?;
     let sources = sources(data)?;
     let started = std::time::Instant::now();
@@ -517,6 +537,9 @@ pub fn eval_split(kind: &str, data: &TrainingData, json: bool) -> anyhow::Result
         vec![split::random(detector, &sources, &model_train::PARAMS)]
     };
     let secs = started.elapsed().as_secs_f64();
+    if let Some(path) = scores {
+        write_fold_scores(&folds, path)?;
+    }
     if json {
         out::line(&serde_json::json!({"split": kind, "seconds": secs, "folds": folds}).to_string())?;
         return Ok(ExitCode::SUCCESS);

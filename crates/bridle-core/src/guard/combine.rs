@@ -54,7 +54,7 @@ impl Thresholds {
     /// The values chosen on the validation split by `bridle guard train` (the score that at most
     /// 0.2 % of the channel's benign validation texts and 1 % of its hard negatives reach,
     /// with no margin above it); the configuration's defaults.
-    pub const BUNDLED: Self = Self { chat: 0.959, workflow: 0.959, document: 0.931 };
+    pub const BUNDLED: Self = Self { chat: 0.828, workflow: 0.828, document: 0.826 };
 
     /// The threshold of `channel`.
     pub const fn of(&self, channel: Channel) -> f64 {

@@ -266,12 +266,21 @@ pub(crate) fn script_soup(text: &str) -> bool {
         for c in token.chars().filter(|c| c.is_alphabetic()) {
             letters += 1;
             // Coarse script buckets: Latin-1/Latin Extended, Greek/Cyrillic/Armenian, Hebrew/Arabic,
-            // Indic, Thai/Lao/Tibetan/Myanmar, and so on; ASCII letters are one bucket.
+            // Indic, Thai/Lao/Tibetan/Myanmar, and so on; ASCII letters are one bucket. Japanese
+            // and Chinese writing is one bucket with everything it mixes in: kana, ideographs of
+            // every block, the iteration and zero marks (々, 〇) and full-width letters (ＡＩ).
             let cp = u32::from(c);
             let bucket = match cp {
                 0..=0x24F | 0x1E00..=0x1EFF => 0,
-                0x1100..=0x11FF | 0x3130..=0x318F | 0xAC00..=0xD7AF => 1,
-                0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF => 2,
+                0x1100..=0x11FF | 0x3130..=0x318F | 0xA960..=0xA97F | 0xAC00..=0xD7FF => 1,
+                0x2E80..=0x2FDF
+                | 0x3000..=0x30FF
+                | 0x31C0..=0x31FF
+                | 0x3400..=0x4DBF
+                | 0x4E00..=0x9FFF
+                | 0xF900..=0xFAFF
+                | 0xFF00..=0xFFEF
+                | 0x2_0000..=0x3_FFFF => 2,
                 _ => cp >> 7,
             };
             if !blocks.contains(&bucket) {
@@ -285,6 +294,9 @@ pub(crate) fn script_soup(text: &str) -> bool {
     false
 }
 
+/// Emoji in a row that read as an encoding (with three kinds among them).
+const EMOJI_RUN: usize = 4;
+
 const NATO: &[&str] = &[
     "alfa", "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliett", "juliet",
     "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango", "uniform", "victor",
@@ -293,10 +305,15 @@ const NATO: &[&str] = &[
 
 /// Text written in a letter-by-letter code rather than words: Braille cells, Morse, the NATO
 /// alphabet, runs of emoji (Ecoji-style). Returns the rule name and weight of the strongest.
+///
+/// An emoji run counts when it has [`EMOJI_RUN`] emoji of at least three kinds: an encoding
+/// draws on hundreds of emoji, while a star rating (★★★★☆) or a row of ✅ repeats one or two.
 pub(crate) fn letter_codes(text: &str) -> Option<(&'static str, f64)> {
     // Braille cells and most emoji start with these UTF-8 lead bytes; Hangul and CJK do not.
     if text.bytes().any(|b| b == 0xE2 || b == 0xF0) {
-        let (mut braille, mut emoji) = (0, 0);
+        let mut braille = 0;
+        // The current run of emoji: its length and its first three kinds.
+        let mut run = (0usize, ['\0'; 3]);
         for c in text.chars() {
             if ('\u{2800}'..='\u{28FF}').contains(&c) {
                 braille += 1;
@@ -305,12 +322,17 @@ pub(crate) fn letter_codes(text: &str) -> Option<(&'static str, f64)> {
                 }
             }
             if ('\u{1F300}'..='\u{1FAFF}').contains(&c) || ('\u{2600}'..='\u{27BF}').contains(&c) {
-                emoji += 1;
-                if emoji >= 4 {
+                run.0 += 1;
+                if let Some(free) = run.1.iter_mut().find(|k| **k == '\0' || **k == c)
+                    && *free == '\0'
+                {
+                    *free = c;
+                }
+                if run.0 >= EMOJI_RUN && run.1.iter().all(|k| *k != '\0') {
                     return Some(("emoji_run", 0.3));
                 }
             } else if !matches!(c, '\u{FE0F}' | '\u{200D}') {
-                emoji = 0;
+                run = (0, ['\0'; 3]);
             }
         }
     }
@@ -373,6 +395,20 @@ mod tests {
         assert_eq!(letter_codes(".. --. -. --- .-. . / .- .-.. .-..").map(|r| r.0), Some("morse_text"));
         assert_eq!(letter_codes("Kilo Alfa Tango Whiskey").map(|r| r.0), Some("nato_spelling"));
         assert!(letter_codes("Echo the message to the hotel in India").is_none());
+        // Ecoji-style runs draw on many emoji; a rating or a row of one emoji is no code.
+        assert_eq!(letter_codes("🏯🔩🚗🌷🍉🏞").map(|r| r.0), Some("emoji_run"));
+        assert!(letter_codes("Great autofill ★★★★☆ would buy again").is_none());
+        assert!(letter_codes("all green ✅✅✅✅✅ ship it 🚀🚀🚀🚀").is_none());
+    }
+
+    #[test]
+    fn japanese_and_chinese_writing_is_one_script() {
+        // Kanji, kana, 々 and 〇 (CJK symbols), full-width letters and ASCII in one token.
+        assert!(!script_soup("ログの中に「〇〇を実行してください」とAIに書かれていた"));
+        assert!(!script_soup("様々なＡＩエージェントをAPI経由で使う"));
+        assert!(!script_soup("我们用AI助手处理〇号工单"));
+        // Letters of three unrelated scripts in one token are still a soup.
+        assert!(script_soup("ꓲɡñоrеաξ"));
     }
 
     #[test]

@@ -45,17 +45,45 @@ pub struct Fold {
     pub rows: BTreeMap<String, Row>,
     /// Benign texts the combined decision blocked (id, whether the model did), for review.
     pub false_positives: Vec<(String, bool)>,
+    /// Every measured text's verdicts, in order (`bridle guard eval --split … --scores`).
+    #[serde(skip)]
+    pub scored: Vec<Scored>,
+}
+
+/// One measured text: what the rules said and the model's adjusted score, out of fold.
+#[derive(Debug, Clone)]
+pub struct Scored {
+    /// The sample's id.
+    pub id: String,
+    /// `attack` or `benign`.
+    pub label: String,
+    /// The sample's category.
+    pub category: String,
+    /// The sample's language.
+    pub lang: String,
+    /// The text's length in bytes.
+    pub bytes: usize,
+    /// Whether the rules block it.
+    pub rules: bool,
+    /// The model's adjusted probability.
+    pub model: f64,
+}
+
+/// What [`measure`] found.
+pub struct Measured {
+    /// Rows `family` and `family/lang`.
+    pub rows: BTreeMap<String, Row>,
+    /// Benign texts blocked (id, whether the model did).
+    pub false_positives: Vec<(String, bool)>,
+    /// Every text's verdicts, in order.
+    pub scored: Vec<Scored>,
 }
 
 /// Measures `samples` with `model` at `thresholds`.
-pub fn measure(
-    detector: &Detector,
-    model: &Model,
-    thresholds: &Thresholds,
-    samples: &[&Sample],
-) -> (BTreeMap<String, Row>, Vec<(String, bool)>) {
+pub fn measure(detector: &Detector, model: &Model, thresholds: &Thresholds, samples: &[&Sample]) -> Measured {
     let mut rows: BTreeMap<String, Row> = BTreeMap::new();
     let mut false_positives = Vec::new();
+    let mut scored = Vec::with_capacity(samples.len());
     for s in samples {
         let fams = families(s);
         if fams.is_empty() {
@@ -63,6 +91,15 @@ pub fn measure(
         }
         let (rules, p) = combine::both(detector, model, &s.text);
         let by_rules = rules.blocked();
+        scored.push(Scored {
+            id: s.id.clone(),
+            label: s.label.clone(),
+            category: s.category.clone(),
+            lang: s.lang.clone(),
+            bytes: s.text.len(),
+            rules: by_rules,
+            model: p,
+        });
         let by_model = combine::model_may_block(s.text.len()) && p >= thresholds.document;
         if s.label == "benign" && (by_rules || by_model) {
             false_positives.push((s.id.clone(), by_model));
@@ -77,7 +114,7 @@ pub fn measure(
             }
         }
     }
-    (rows, false_positives)
+    Measured { rows, false_positives, scored }
 }
 
 fn pairs(sources: &[Source]) -> Vec<(&str, &Sample)> {
@@ -92,8 +129,15 @@ pub fn random(detector: &Detector, sources: &[Source], params: &Params) -> Fold 
     };
     let trained = train::fit(detector, &of(Part::Train), &of(Part::Valid), params);
     let test: Vec<&Sample> = of(Part::Test).into_iter().map(|(_, s)| s).collect();
-    let (rows, false_positives) = measure(detector, &trained.model, &trained.thresholds, &test);
-    Fold { name: "test".to_owned(), thresholds: trained.thresholds, stats: trained.stats, rows, false_positives }
+    let Measured { rows, false_positives, scored } = measure(detector, &trained.model, &trained.thresholds, &test);
+    Fold {
+        name: "test".to_owned(),
+        thresholds: trained.thresholds,
+        stats: trained.stats,
+        rows,
+        false_positives,
+        scored,
+    }
 }
 
 /// Leave one source out: one fold per source, trained without it, measured on all of it.
@@ -106,13 +150,14 @@ pub fn leave_one_source_out(detector: &Detector, sources: &[Source], params: &Pa
         };
         let trained = train::fit(detector, &others(Part::Train), &others(Part::Valid), params);
         let test: Vec<&Sample> = left.samples.iter().collect();
-        let (rows, false_positives) = measure(detector, &trained.model, &trained.thresholds, &test);
+        let Measured { rows, false_positives, scored } = measure(detector, &trained.model, &trained.thresholds, &test);
         folds.push(Fold {
             name: left.name.clone(),
             thresholds: trained.thresholds,
             stats: trained.stats,
             rows,
             false_positives,
+            scored,
         });
     }
     folds

@@ -5,9 +5,9 @@
 //! Character 3- and 4-grams read every script (3-grams alone for three Hangul syllables); 2-grams
 //! are added where a character is outside ASCII (a Japanese or Chinese word, or a Korean stem
 //! such as 지시 or 무시, is often two characters: a writer's inflections and particles differ, the
-//! stem does not); word unigrams and bigrams
-//! (a word is a run of letters or digits) read word order in spaced scripts. Whitespace runs read
-//! as one space and ASCII digits as `0`, and an n-gram or word without a letter (digits, spaces,
+//! stem does not); word unigrams and bigrams (a word is a run of letters or digits) read word
+//! order in spaced scripts. Whitespace runs read as one space, a run of any other character as two
+//! of it, and ASCII digits as `0`; an n-gram or word without a letter (digits, spaces,
 //! punctuation) makes no feature, so numbers and layout (a table, a rule line) do not add up.
 //! A character n-gram's code points are packed into one 64-bit key (21 bits each) and mixed by a
 //! SplitMix64 finalizer; words are FNV-1a over their characters. Fixed, so the same text gives the
@@ -94,6 +94,11 @@ pub fn each(canonical: &str, mut emit: impl FnMut(usize, u32)) {
             raw
         };
         if c == ' ' && space {
+            continue;
+        }
+        // A run of one character reads as two of it ("ㅋㅋㅋㅋ", "!!!!", "aaaa…"): a repeat adds
+        // no evidence, and a window of one n-gram summed hundreds of times would outweigh any text.
+        if seen >= 2 && u32::from(c) == last[3] && u32::from(c) == last[2] {
             continue;
         }
         space = c == ' ';
@@ -256,6 +261,10 @@ mod tests {
         // Numbers, spaces and punctuation alone make none: a table's layout cannot add up.
         assert!(blocks("| 100 | 2,000 | 35.5 |\n|---|---|---|", 8).iter().all(Vec::is_empty));
         assert!(!blocks("| 100 | rows |", 8).iter().all(Vec::is_empty));
+        // A run of one character reads as two: laughter, emphasis and filler add nothing more.
+        assert_eq!(blocks("진짜 웃기네 ㅋㅋㅋㅋㅋㅋㅋ!!!!!", 8), blocks("진짜 웃기네 ㅋㅋ!!", 8));
+        let filler: usize = blocks(&"가".repeat(2_000), 64).iter().map(Vec::len).sum();
+        assert!(filler <= 4, "{filler} features");
     }
 
     #[test]
