@@ -170,11 +170,37 @@ fn train_writes_the_same_bytes_twice_and_eval_splits_train_in_process() {
         assert!(!out.status.success(), "{file} {t}");
     }
     for split in ["random", "loso"] {
+        let scores = format!("{split}.jsonl");
         let out = lines(&bridle(
-            &["guard", "eval", "--json", "--split", split, "--corpus", "corpus", "--data", "own.jsonl"],
+            &[
+                "guard",
+                "eval",
+                "--json",
+                "--split",
+                split,
+                "--corpus",
+                "corpus",
+                "--data",
+                "own.jsonl",
+                "--scores",
+                &scores,
+            ],
             dir.path(),
         ));
         assert!(!out[0]["folds"].as_array().unwrap().is_empty(), "{split}: {}", out[0]);
+        // Out-of-fold scores: each text once, scored by the model its fold trained without it,
+        // named by its fold and carrying that fold's threshold.
+        let scored: Vec<serde_json::Value> = std::fs::read_to_string(dir.path().join(&scores))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let fold = if split == "loso" { "small" } else { "test" };
+        assert!(!scored.is_empty() && scored.len() <= 24, "{split}: {}", scored.len());
+        assert_eq!(scored.len() == 24, split == "loso", "leaving the one source out measures all of it");
+        assert!(
+            scored.iter().all(|l| l["file"] == fold && l["threshold"].as_f64().is_some_and(|t| t > 0.0 && t < 1.0))
+        );
     }
 }
 
