@@ -346,15 +346,29 @@ fn write_scores(
     for (name, samples) in splits {
         for s in samples {
             let (rules, p) = combine::both(detector, model, &s.text);
-            let line = serde_json::json!({
-                "id": s.id, "file": name, "label": s.label, "category": s.category, "lang": s.lang,
-                "bytes": s.text.len(), "rules": rules.blocked(), "model": p,
-            });
-            out.push_str(&line.to_string());
+            let scored = split::Scored {
+                id: s.id.clone(),
+                label: s.label.clone(),
+                category: s.category.clone(),
+                lang: s.lang.clone(),
+                bytes: s.text.len(),
+                rules: rules.blocked(),
+                model: p,
+            };
+            out.push_str(&score_line(name, &scored).to_string());
             out.push('\n');
         }
     }
     std::fs::write(path, out).with_context(|| format!("writing `{}`", path.display()))
+}
+
+/// One `--scores` line: a text's id, file (or fold), label, category, language, bytes, the rules'
+/// verdict and the model's adjusted score.
+fn score_line(file: &str, s: &split::Scored) -> Value {
+    serde_json::json!({
+        "id": s.id, "file": file, "label": s.label, "category": s.category, "lang": s.lang,
+        "bytes": s.bytes, "rules": s.rules, "model": s.model,
+    })
 }
 
 /// `bridle guard eval --split … --scores FILE`: each fold's texts scored by the model trained
@@ -363,10 +377,10 @@ fn write_fold_scores(folds: &[split::Fold], path: &Path) -> anyhow::Result<()> {
     let mut out = String::new();
     for fold in folds {
         for s in &fold.scored {
-            let line = serde_json::json!({
-                "id": s.id, "file": fold.name, "label": s.label, "category": s.category, "lang": s.lang,
-                "bytes": s.bytes, "rules": s.rules, "model": s.model, "threshold": fold.thresholds.document,
-            });
+            let mut line = score_line(&fold.name, s);
+            if let Some(obj) = line.as_object_mut() {
+                obj.insert("threshold".to_owned(), Value::from(fold.thresholds.document));
+            }
             out.push_str(&line.to_string());
             out.push('\n');
         }
