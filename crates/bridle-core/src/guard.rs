@@ -21,7 +21,7 @@ pub mod spotlight;
 
 use serde::{Deserialize, Serialize};
 
-pub use detect::Detector;
+pub use detect::{Detector, RuleHit};
 
 /// What the detector concluded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

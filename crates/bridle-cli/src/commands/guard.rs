@@ -34,6 +34,10 @@ pub enum GuardCommand {
         /// Input is JSON lines with `id` and `text` (default: plain lines).
         #[arg(long)]
         jsonl: bool,
+        /// Add `rules`: each rule that counts toward the score, with its family, weight (a quoted
+        /// or reported match at its reduced share) and where it matched.
+        #[arg(long)]
+        explain: bool,
         /// Input file, or `-` / nothing for stdin.
         file: Option<PathBuf>,
     },
@@ -114,7 +118,7 @@ pub struct TrainingData {
 /// Runs `bridle guard …`.
 pub fn run(g: &super::Global, command: &GuardCommand) -> anyhow::Result<ExitCode> {
     match command {
-        GuardCommand::Scan { jsonl, file } => scan(file.as_deref(), *jsonl),
+        GuardCommand::Scan { jsonl, explain, file } => scan(file.as_deref(), *jsonl, *explain),
         GuardCommand::Mask { jsonl, rules, file } => mask(g.config(), file.as_deref(), *jsonl, rules.as_deref()),
         GuardCommand::Eval { files, no_model, weights, threshold, split, scores, data } => match split.as_deref() {
             Some(kind) => eval_split(kind, data, g.json, scores.as_deref()),
@@ -224,23 +228,30 @@ fn detector() -> anyhow::Result<&'static Detector> {
 
 /// `bridle guard scan`: one JSON line per input, in order, with the verdict, the families found
 /// and where (byte offsets into the input, each with its family: what an operator or a rule's
-/// author reads to see why). A refused line is blocked whole (`"verdict": "block"` beside its
-/// `error`): never scanned in part.
-pub fn scan(file: Option<&Path>, jsonl: bool) -> anyhow::Result<ExitCode> {
+/// author reads to see why); with `explain`, the rules behind them. A refused line is blocked whole
+/// (`"verdict": "block"` beside its `error`): never scanned in part.
+pub fn scan(file: Option<&Path>, jsonl: bool, explain: bool) -> anyhow::Result<ExitCode> {
     let limits = Limits::default();
     let guard = Guard::with_limits(limits).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let rules = if explain { Some(detector()?) } else { None };
     let refused = each_input(file, jsonl, &limits, |n, item| {
         let line = match item {
             Item::Text { id, text } => match guard.detection(Channel::Document, &text) {
-                Ok(d) => serde_json::json!({
-                    "id": id,
-                    "verdict": d.verdict.as_str(),
-                    "score": d.score,
-                    "categories": d.categories.iter().map(|c| c.as_str()).collect::<Vec<_>>(),
-                    "spans": d.spans.iter().map(|s| serde_json::json!({
-                        "start": s.start, "end": s.end, "category": s.category.as_str(),
-                    })).collect::<Vec<_>>(),
-                }),
+                Ok(d) => {
+                    let mut line = serde_json::json!({
+                        "id": id,
+                        "verdict": d.verdict.as_str(),
+                        "score": d.score,
+                        "categories": d.categories.iter().map(|c| c.as_str()).collect::<Vec<_>>(),
+                        "spans": d.spans.iter().map(|s| serde_json::json!({
+                            "start": s.start, "end": s.end, "category": s.category.as_str(),
+                        })).collect::<Vec<_>>(),
+                    });
+                    if let (Some(detector), Some(obj)) = (rules, line.as_object_mut()) {
+                        obj.insert("rules".to_owned(), serde_json::to_value(detector.explain(&text))?);
+                    }
+                    line
+                }
                 Err(r) => blocked(refused_line(n, &id, r.code, &r.message)),
             },
             Item::Refused { id, code, message } => blocked(refused_line(n, &id, code, &message)),

@@ -33,6 +33,20 @@ fn scan_plain_lines_and_jsonl() {
     let out = lines(&bridle(&["guard", "scan", "--jsonl", "in.jsonl"], dir.path()));
     assert_eq!((out[0]["id"].as_str(), out[0]["verdict"].as_str()), (Some("k1"), Some("block")));
     assert_eq!((out[1]["id"].as_str(), out[1]["verdict"].as_str()), (Some("k2"), Some("allow")));
+    assert!(out[0].get("rules").is_none(), "rules only with --explain");
+
+    // --explain: the rules behind the verdict, each with its family, weight and span.
+    let out = lines(&bridle(&["guard", "scan", "--explain", "in.txt"], dir.path()));
+    assert_eq!(out[0]["rules"], serde_json::json!([]));
+    let rules = out[1]["rules"].as_array().unwrap();
+    assert!(!rules.is_empty());
+    let sum: f64 = rules.iter().map(|r| r["weight"].as_f64().unwrap()).sum();
+    assert!(sum >= 0.5, "{rules:?}");
+    for r in rules {
+        assert!(!r["rule"].as_str().unwrap().is_empty() && r["reported"] == false, "{r}");
+        let span = serde_json::json!({"start": r["start"], "end": r["end"], "category": r["category"]});
+        assert!(out[1]["spans"].as_array().unwrap().contains(&span), "{r}");
+    }
 }
 
 #[test]

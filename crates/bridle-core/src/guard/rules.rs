@@ -24,6 +24,7 @@ macro_rules! sensitive_en {
     };
 }
 
+pub(crate) mod corroborate;
 pub(crate) mod document;
 pub(crate) mod document_intl;
 pub(crate) mod intl;
@@ -31,6 +32,7 @@ pub(crate) mod ko_en;
 pub(crate) mod own_prompt;
 pub(crate) mod unless;
 
+pub(crate) use corroborate::CORROBORATE;
 pub(crate) use unless::{Scope, UNLESS};
 
 use super::Category;
