@@ -31,9 +31,10 @@ pub const REPORTED_PENALTY: f64 = 1.5;
 pub const DISCUSSES_PENALTY: f64 = 0.75;
 
 /// Adjusted model score a block of the [`super::rules::CORROBORATE`] rules alone needs to stand.
-/// Out of fold on the training writers, the rules-only blocks under it were benign texts six
-/// times as often as attacks; an attack scores under it only when the model has not seen its
-/// kind at all (BENCHMARKS.md, stop 49).
+/// Out of fold on the training writers, the listed rules' blocks under it were 168 benign texts
+/// and 7 attacks. Attacks of a kind the model never read score under it too (garak's classic
+/// injections, with garak left out), which is why the rules those lean on are not listed
+/// (BENCHMARKS.md, stop 49).
 pub const CORROBORATION: f64 = 0.2;
 
 /// Shortest text (UTF-8 bytes) the model may block on its own: about eight English words or
