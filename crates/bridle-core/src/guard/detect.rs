@@ -249,10 +249,7 @@ impl Detector {
             Some((composed, origin)) => (std::borrow::Cow::Owned(composed), Some(origin)),
             None => (std::borrow::Cow::Borrowed(text), None),
         };
-        let mut budget = MAX_DECODED;
-        let mut evidence = Evidence::default();
-        self.scan(&composed, 0, &mut budget, &mut evidence, None);
-        evidence
+        self.evidence(&composed)
             .counted_named()
             .map(|(rule, h)| {
                 let (start, end) = match &origin {
@@ -271,10 +268,15 @@ impl Detector {
     }
 
     fn detect_nfc(&self, text: &str) -> (Detection, Signals) {
+        self.evidence(text).into_detection()
+    }
+
+    /// The evidence of `text` (already NFC), decoded payloads within [`MAX_DECODED`].
+    fn evidence(&self, text: &str) -> Evidence {
         let mut budget = MAX_DECODED;
         let mut evidence = Evidence::default();
         self.scan(text, 0, &mut budget, &mut evidence, None);
-        evidence.into_detection()
+        evidence
     }
 
     /// Scans one text into `evidence`. `at` maps every finding to one input range (decoded text).

@@ -129,9 +129,9 @@ impl Evidence {
         self.score_of(|_| true)
     }
 
-    /// Whether the rules block only thanks to rules of [`rules::CORROBORATE`], with nothing the
-    /// model is blind to among the hits.
-    fn needs_corroboration(&self) -> bool {
+    /// Whether the rules' `score` blocks only thanks to rules of [`rules::CORROBORATE`], with
+    /// nothing the model is blind to among the hits.
+    fn needs_corroboration(&self, score: f64) -> bool {
         let blind = self.counted().any(|h| {
             matches!(
                 h.category,
@@ -142,7 +142,7 @@ impl Evidence {
                     | Category::ToolCallSmuggling
             )
         });
-        !blind && self.score() >= BLOCK_SCORE && self.score_of(|name| !rules::CORROBORATE.contains(&name)) < BLOCK_SCORE
+        !blind && score >= BLOCK_SCORE && self.score_of(|name| !rules::CORROBORATE.contains(&name)) < BLOCK_SCORE
     }
 
     /// The score of the counted hits of the rules `keep` accepts.
@@ -160,12 +160,12 @@ impl Evidence {
     }
 
     pub(super) fn into_detection(mut self) -> (Detection, Signals) {
+        let score = self.score();
         let signals = Signals {
             reported: self.reported,
             canonical: self.canonical.take(),
-            needs_corroboration: self.needs_corroboration(),
+            needs_corroboration: self.needs_corroboration(score),
         };
-        let score = self.score();
         let mut categories: Vec<Category> = self.counted().map(|h| h.category).collect();
         categories.sort_unstable();
         categories.dedup();
