@@ -220,6 +220,6 @@ pub struct GuardSettings {
     /// Terms masked in outputs (internal tool names, table names).
     pub sensitive_terms: Vec<String>,
     /// The learned detector's block threshold per channel (`[guard.model]`; defaults: the values
-    /// chosen on the validation split, [`crate::guard::combine::Thresholds::BUNDLED`]).
+    /// chosen by cross-validation, [`crate::guard::combine::Thresholds::BUNDLED`]).
     pub thresholds: crate::guard::combine::Thresholds,
 }

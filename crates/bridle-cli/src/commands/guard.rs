@@ -109,6 +109,9 @@ pub struct TrainingData {
         "crates/bridle-core/tests/data/guard/train7",
         "crates/bridle-core/tests/data/guard/tune8",
         "crates/bridle-core/tests/data/guard/train9",
+        "crates/bridle-core/tests/data/guard/train10",
+        "crates/bridle-core/tests/data/guard/train11",
+        "crates/bridle-core/tests/data/guard/train12",
         "crates/bridle-core/tests/data/guard/background.jsonl",
         "crates/bridle-core/tests/data/hard_negatives.jsonl",
     ])]
@@ -516,8 +519,8 @@ fn jsonl_in(dir: &Path, prefix: &str) -> anyhow::Result<Vec<(String, PathBuf)>> 
     Ok(paths.into_iter().map(|p| (format!("{prefix}{}", stem(&p)), p)).collect())
 }
 
-/// `bridle guard train`: trains on the `Train` part, chooses thresholds on `Valid`, writes the
-/// weights and prints their SHA-256, the thresholds and the time taken.
+/// `bridle guard train`: trains on every source, chooses thresholds by cross-validation, writes
+/// the weights and prints their SHA-256, the thresholds and the time taken.
 pub fn train(data: &TrainingData, out_path: &Path, json: bool) -> anyhow::Result<ExitCode> {
     let detector = detector()?;
     let sources = sources(data)?;

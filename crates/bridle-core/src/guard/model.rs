@@ -23,7 +23,7 @@ use super::normalize;
 const WEIGHTS: &[u8] = include_bytes!("model/weights.bin");
 
 /// SHA-256 of [`WEIGHTS`], hex. `bridle guard train` prints the new value when the data change.
-pub const WEIGHTS_SHA256: &str = "3ab39ed9ac44937b676dea96d42cfac7c256c11860df41aafc9f6d25c3e3484a";
+pub const WEIGHTS_SHA256: &str = "e1b901210876fc86836cf44c263d4f36519ce973cb97afaf0af7246a8769a17a";
 
 /// File magic and format version.
 const MAGIC: &[u8; 8] = b"BRGUARD1";

@@ -1,10 +1,11 @@
 //! Evaluation that predicts held-out behaviour: the learned detector trained without the texts it
 //! is measured on, reported per family and language beside the rules alone.
 //!
-//! - [`random`]: trained on the `Train` part of every source, thresholds chosen on `Valid`,
+//! - [`random`]: trained on the `Train` and `Valid` parts of every source, thresholds chosen by
+//!   cross-validation on them ([`crate::guard::model::train::fit_cross`], as the shipped model),
 //!   measured on `Test` (the fixed hash split of [`crate::guard::model::train::part`]).
-//! - [`leave_one_source_out`]: for each source, trained and thresholded on the other sources
-//!   (their `Train` and `Valid` parts), measured on the whole left-out source.
+//! - [`leave_one_source_out`]: for each source, trained and thresholded the same way on every
+//!   other source, measured on the whole left-out source.
 //!
 //! Every row counts the texts blocked by the rules, by the model alone (at the document threshold,
 //! the channel `bridle guard scan` uses) and by the combined decision.
@@ -121,13 +122,15 @@ fn pairs(sources: &[Source]) -> Vec<(&str, &Sample)> {
     sources.iter().flat_map(|src| src.samples.iter().map(move |s| (src.name.as_str(), s))).collect()
 }
 
-/// The random split: train on `Train`, thresholds on `Valid`, measured on `Test`.
+/// The random split: trained on `Train` and `Valid` with thresholds by cross-validation, as the
+/// shipped model is; measured on `Test`.
 pub fn random(detector: &Detector, sources: &[Source], params: &Params) -> Fold {
     let all = pairs(sources);
     let of = |want: Part| -> Vec<(&str, &Sample)> {
         all.iter().filter(|(n, s)| train::part(n, s) == want).copied().collect()
     };
-    let trained = train::fit(detector, &of(Part::Train), &of(Part::Valid), params);
+    let seen: Vec<(&str, &Sample)> = all.iter().filter(|(n, s)| train::part(n, s) != Part::Test).copied().collect();
+    let trained = train::fit_cross(detector, &seen, params);
     let test: Vec<&Sample> = of(Part::Test).into_iter().map(|(_, s)| s).collect();
     let Measured { rows, false_positives, scored } = measure(detector, &trained.model, &trained.thresholds, &test);
     Fold {
@@ -145,10 +148,8 @@ pub fn leave_one_source_out(detector: &Detector, sources: &[Source], params: &Pa
     let all = pairs(sources);
     let mut folds = Vec::new();
     for left in sources {
-        let others = |want: Part| -> Vec<(&str, &Sample)> {
-            all.iter().filter(|(n, s)| *n != left.name && train::part(n, s) == want).copied().collect()
-        };
-        let trained = train::fit(detector, &others(Part::Train), &others(Part::Valid), params);
+        let others: Vec<(&str, &Sample)> = all.iter().filter(|(n, _)| *n != left.name).copied().collect();
+        let trained = train::fit_cross(detector, &others, params);
         let test: Vec<&Sample> = left.samples.iter().collect();
         let Measured { rows, false_positives, scored } = measure(detector, &trained.model, &trained.thresholds, &test);
         folds.push(Fold {

@@ -1,7 +1,9 @@
 //! Training of the learned detector: which samples it learns from, the fixed split (train,
-//! validation, test, by a hash of source and id), logistic regression by AdaGrad with L2 in a
-//! fixed order (same data, same bytes), and the per-channel thresholds chosen on the validation
-//! split. Pure: the caller reads the files (`bridle guard train`) and writes the weights.
+//! validation, test, by a hash of source and id) the random-split report reads, logistic
+//! regression by AdaGrad with L2 in a fixed order (same data, same bytes), and the per-channel
+//! thresholds chosen by cross-validation ([`fit_cross`]: the shipped model learns from every text,
+//! its thresholds come from five models that each left a fifth out). Pure: the caller reads the
+//! files (`bridle guard train`) and writes the weights.
 //!
 //! What it learns from: attacks written as instructions to a model (direct and indirect
 //! injections, jailbreaks, prompt extraction, markdown exfiltration, the project's own
@@ -63,10 +65,10 @@ pub struct Params {
     pub cap_per_category: usize,
     /// Weight of a hard negative's window against an ordinary benign one.
     pub hard_negative_weight: f32,
-    /// Share of the benign validation texts (not hard negatives) the model may block on its own
-    /// at the chosen threshold.
+    /// Share of the benign texts (not hard negatives), scored out of fold, the model may block on
+    /// its own at the chosen threshold.
     pub benign_rate: f64,
-    /// Share of the hard-negative validation texts the model may block on its own.
+    /// Share of the hard negatives, scored out of fold, the model may block on its own.
     pub hard_rate: f64,
     /// Logit added to the score those shares give, to make a threshold.
     pub margin: f64,
@@ -80,7 +82,11 @@ pub struct Params {
 /// blocked benign texts of 2,357; then (stop 48) an L2 thirty times as strong, run for 40 epochs,
 /// caught 5–6 points more of each writer's attacks at the same number of benign texts blocked
 /// (out-of-fold scores, `--scores`): weights spread over more features carry better to a
-/// writer the model never read.
+/// writer the model never read. Since stop 50 the thresholds come from cross-validation over
+/// every text (about 11,000 ordinary benign ones) instead of a 15 % validation part, whose
+/// 0.2 % quantile was its fourth-highest benign score and moved the threshold by up to 0.05
+/// between two trainings on nearly the same data; the benign share is 0.4 %, under the issue's
+/// 0.5 % target.
 pub const PARAMS: Params = Params {
     epochs: 40,
     rate: 0.2,
@@ -89,7 +95,7 @@ pub const PARAMS: Params = Params {
     max_benign_blocks: 256,
     cap_per_category: 300,
     hard_negative_weight: 3.0,
-    benign_rate: 0.002,
+    benign_rate: 0.004,
     hard_rate: 0.01,
     margin: 0.0,
     seed: 0x6272_6964_6c65,
@@ -189,6 +195,9 @@ pub struct Stats {
     /// Attack validation texts (of the learnt families) the model alone blocks at the document
     /// threshold, and how many there are.
     pub valid_attacks: (usize, usize),
+    /// The two quantiles the document threshold is the higher of: ordinary benign texts at
+    /// [`Params::benign_rate`], hard negatives at [`Params::hard_rate`].
+    pub valid_quantiles: (f64, f64),
 }
 
 /// A trained model and its thresholds.
@@ -365,32 +374,45 @@ fn upper_quantile(scores: &mut [f64], rate: f64) -> f64 {
     scores.get(k).copied().unwrap_or(0.0)
 }
 
-/// Chooses the thresholds on `valid`, from the adjusted model scores of the benign validation
-/// texts the rules do not block and the model may block (long enough): per channel, the score
-/// above which at most [`Params::benign_rate`] of the ordinary benign texts and
-/// [`Params::hard_rate`] of the hard negatives lie, plus [`Params::margin`] in logit units,
-/// within 0.5–0.99 (chat: chat texts, and never below document's; document: every text, since
-/// `bridle guard scan` reads everything as a document). Workflow takes chat's. Records what it
-/// read in `stats`.
-pub fn thresholds(
-    detector: &Detector,
-    model: &Model,
-    valid: &[(&str, &Sample)],
-    params: &Params,
-    stats: &mut Stats,
-) -> Thresholds {
+/// A validation text as threshold choice reads it: scored by a model that did not learn from it.
+struct Scored<'a> {
+    sample: &'a Sample,
+    /// The rules block it (after corroboration).
+    rules: bool,
+    /// The model's adjusted score.
+    p: f64,
+}
+
+/// Scores the texts of `valid` the choice reads (those with a role) with `model`.
+fn score<'a>(detector: &Detector, model: &Model, valid: &[(&str, &'a Sample)]) -> Vec<Scored<'a>> {
+    valid
+        .iter()
+        .filter(|(_, s)| role(s).is_some())
+        .map(|(_, s)| {
+            let (rules, p) = combine::both(detector, model, &s.text);
+            Scored { sample: s, rules: rules.blocked(), p }
+        })
+        .collect()
+}
+
+/// Chooses the thresholds from the adjusted model scores of benign validation texts the rules do
+/// not block and the model may block (long enough): per channel, the score above which at most
+/// [`Params::benign_rate`] of the ordinary benign texts and [`Params::hard_rate`] of the hard
+/// negatives lie, plus [`Params::margin`] in logit units, within 0.5–0.99 (chat: chat texts, and
+/// never below document's; document: every text, since `bridle guard scan` reads everything as a
+/// document). Workflow takes chat's. Records what it read in `stats`.
+fn choose(scored: &[Scored<'_>], params: &Params, stats: &mut Stats) -> Thresholds {
     // (benign, hard negatives) of chat texts and of every text.
     let mut chat = (Vec::new(), Vec::new());
     let mut all = (Vec::new(), Vec::new());
     let mut attack_scores = Vec::new();
-    for (_, s) in valid {
-        let Some(attack) = role(s) else { continue };
-        let (rules, p) = combine::both(detector, model, &s.text);
-        if attack {
-            attack_scores.push(if combine::model_may_block(s.text.len()) { p } else { 0.0 });
+    for Scored { sample: s, rules, p } in scored {
+        let (p, may) = (*p, combine::model_may_block(s.text.len()));
+        if role(s) == Some(true) {
+            attack_scores.push(if may { p } else { 0.0 });
             continue;
         }
-        if rules.blocked() || !combine::model_may_block(s.text.len()) {
+        if *rules || !may {
             continue;
         }
         stats.valid_benign += 1;
@@ -405,11 +427,15 @@ pub fn thresholds(
     let max = |v: &[f64]| v.iter().copied().fold(0.0f64, f64::max);
     stats.valid_chat_max = max(&chat.0).max(max(&chat.1));
     stats.valid_all_max = max(&all.0).max(max(&all.1));
-    let pick = |(benign, hard): &mut (Vec<f64>, Vec<f64>)| {
-        let m = upper_quantile(benign, params.benign_rate).max(upper_quantile(hard, params.hard_rate));
-        let t = sigmoid(logit(m) + params.margin).clamp(THRESHOLD_RANGE.0, THRESHOLD_RANGE.1);
+    let quantiles = |(benign, hard): &mut (Vec<f64>, Vec<f64>)| {
+        (upper_quantile(benign, params.benign_rate), upper_quantile(hard, params.hard_rate))
+    };
+    let pick = |pair: &mut (Vec<f64>, Vec<f64>)| {
+        let (b, h) = quantiles(pair);
+        let t = sigmoid(logit(b.max(h)) + params.margin).clamp(THRESHOLD_RANGE.0, THRESHOLD_RANGE.1);
         (t * 1000.0).ceil() / 1000.0
     };
+    stats.valid_quantiles = quantiles(&mut all);
     // Chat never gets a lower threshold than documents: the chat-like validation texts are fewer,
     // so their quantile alone is a weaker bound.
     let document = pick(&mut all);
@@ -428,21 +454,52 @@ pub fn fit(
     params: &Params,
 ) -> Trained {
     let (model, mut stats) = train(train_from, params);
-    let thresholds = thresholds(detector, &model, valid_from, params, &mut stats);
+    let thresholds = choose(&score(detector, &model, valid_from), params, &mut stats);
     Trained { model, thresholds, stats }
 }
 
-/// The shipped model: trained on the `Train` part of every source, thresholds chosen on the
-/// `Valid` part.
+/// Folds of the cross-validation the shipped thresholds are chosen by.
+pub const FOLDS: u64 = 5;
+
+/// The fold (`0..FOLDS`) a sample of `source` falls in: by the hash [`part`] reads, so it never
+/// changes between runs.
+pub fn fold(source: &str, s: &Sample) -> u64 {
+    let key = if s.id.is_empty() { &s.text } else { &s.id };
+    let h = fnv(source.as_bytes()) ^ fnv(key.as_bytes()).rotate_left(17);
+    (h.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) % FOLDS
+}
+
+/// Trains on every item and chooses the thresholds by cross-validation: each of [`FOLDS`] models,
+/// trained without one fold, scores that fold, and the thresholds are chosen on all those scores
+/// at once, so every benign text counts (not a 15 % validation part, whose quantile rests on a
+/// handful of texts and moved by several points between trainings). The folds train on threads
+/// of their own; the result does not depend on their timing.
+pub fn fit_cross(detector: &Detector, items: &[(&str, &Sample)], params: &Params) -> Trained {
+    let (model, mut stats, scored) = std::thread::scope(|scope| {
+        let folds: Vec<_> = (0..FOLDS)
+            .map(|k| {
+                scope.spawn(move || {
+                    let (inside, outside): (Vec<_>, Vec<_>) = items.iter().copied().partition(|(n, s)| fold(n, s) != k);
+                    let (model, _) = train(&inside, params);
+                    score(detector, &model, &outside)
+                })
+            })
+            .collect();
+        let (model, stats) = train(items, params);
+        let scored: Vec<Scored<'_>> =
+            folds.into_iter().flat_map(|f| f.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect();
+        (model, stats, scored)
+    });
+    let thresholds = choose(&scored, params, &mut stats);
+    Trained { model, thresholds, stats }
+}
+
+/// The shipped model: trained on every source, thresholds chosen by cross-validation
+/// ([`fit_cross`]).
 pub fn fit_sources(detector: &Detector, sources: &[Source], params: &Params) -> Trained {
-    let in_part = |want: Part| -> Vec<(&str, &Sample)> {
-        sources
-            .iter()
-            .flat_map(|src| src.samples.iter().map(move |s| (src.name.as_str(), s)))
-            .filter(|(name, s)| part(name, s) == want)
-            .collect()
-    };
-    fit(detector, &in_part(Part::Train), &in_part(Part::Valid), params)
+    let items: Vec<(&str, &Sample)> =
+        sources.iter().flat_map(|src| src.samples.iter().map(move |s| (src.name.as_str(), s))).collect();
+    fit_cross(detector, &items, params)
 }
 
 /// The channel a sample is judged on by `bridle guard scan` (everything reads as a document).
@@ -509,6 +566,37 @@ mod tests {
         assert!((upper_quantile(&mut v, 0.0) - 0.999).abs() < 1e-12, "a share of 0 is the highest");
         assert!((upper_quantile(&mut [0.4], 0.002) - 0.4).abs() < 1e-12);
         assert!(upper_quantile(&mut [], 0.01).abs() < f64::EPSILON);
+    }
+
+    #[test]
+    fn cross_validation_trains_on_every_text_and_scores_each_out_of_fold() {
+        let samples = small();
+        let items: Vec<(&str, &Sample)> = samples.iter().map(|s| ("small", s)).collect();
+        let params = Params { epochs: 3, ..PARAMS };
+        let d = Detector::new().unwrap();
+        let a = fit_cross(&d, &items, &params);
+        let b = fit_cross(&d, &items, &params);
+        assert_eq!(a.model.to_bytes(), b.model.to_bytes(), "threads do not change the result");
+        assert_eq!(a.thresholds, b.thresholds);
+        // The shipped model learns from every text, as `train` on all of them does.
+        assert_eq!(a.model.to_bytes(), train(&items, &params).0.to_bytes());
+        // Every attack was scored once, by the model trained without its fold.
+        let attacks = samples.iter().filter(|s| role(s) == Some(true)).count();
+        assert_eq!(a.stats.valid_attacks.1, attacks);
+        assert!(a.stats.valid_benign > 0);
+        let (lo, hi) = THRESHOLD_RANGE;
+        assert!((lo..=hi).contains(&a.thresholds.document) && a.thresholds.chat >= a.thresholds.document);
+    }
+
+    #[test]
+    fn the_folds_are_fixed_and_near_equal() {
+        let mut counts = [0usize; FOLDS as usize];
+        for i in 0..5000 {
+            let s = sample(&format!("id-{i}"), "x", "benign", "c");
+            assert_eq!(fold("src", &s), fold("src", &s));
+            counts[fold("src", &s) as usize] += 1;
+        }
+        assert!(counts.iter().all(|c| (900..1100).contains(c)), "{counts:?}");
     }
 
     #[test]

@@ -11,7 +11,8 @@
 //! that the shared corpus's attacks lean on with a low model score (`override_verb_object`,
 //! `just_print_quoted`, `reveal_prompt`, …) are not among them, and a block that also holds an
 //! encoded payload, invisible characters, delimiters or an obfuscation stands on the rules alone
-//! (the model cannot read those).
+//! (the model cannot read those). `reveal_its_prompt` (stop 50) was split from `reveal_prompt`
+//! and listed on the training writers' counts of its matches (36 benign texts, 14 attacks).
 
 /// Rule names (of every table) whose block needs the model's agreement.
 pub(crate) const CORROBORATE: &[&str] = &[
@@ -44,6 +45,7 @@ pub(crate) const CORROBORATE: &[&str] = &[
     "koen_dont_care",
     "no_restrictions",
     "own_hidden_instructions",
+    "reveal_its_prompt",
     "secret_request",
     "zh_no_limits",
     "zh_override",
