@@ -191,6 +191,20 @@ macro_rules! obj_en {
 /// escalation modes switched on, which configuration text and logs say too.
 pub(crate) const ONLY_WITH_INSTRUCTION: &[&str] = &["admin_mode_on", "ko_admin_mode_on"];
 
+/// The verbs of asking for a prompt (`reveal_prompt`, `reveal_its_prompt`).
+macro_rules! reveal_verb {
+    () => {
+        r"\b(?:reveal|show|print|output|repeat|display|tell|give|share|dump|leak|expose|recite|spell|write|list|return|provide|disclose|translate|summari[sz]e|encode|paste|what(?:'s|\s+is|\s+are|\s+were|\s+was))\b"
+    };
+}
+
+/// Up to three words before a prompt's name ("full hidden system …").
+macro_rules! prompt_adjectives {
+    () => {
+        r"(?:(?:full|entire|whole|exact|complete|original|initial|hidden|secret|internal|system|developer|pre|first)\s+){0,3}"
+    };
+}
+
 /// English rules.
 pub(crate) const EN: &[Rule] = &[
     // instruction override
@@ -305,8 +319,9 @@ pub(crate) const EN: &[Rule] = &[
         PromptExtraction,
         1.0,
         concat!(
-            r"\b(?:reveal|show|print|output|repeat|display|tell|give|share|dump|leak|expose|recite|spell|write|list|return|provide|disclose|translate|summari[sz]e|encode|paste|what(?:'s|\s+is|\s+are|\s+were|\s+was))\b",
-            r"[^.\n]{0,40}?\b(?:your|the|this)\s+(?:(?:full|entire|whole|exact|complete|original|initial|hidden|secret|internal|system|developer|pre|first)\s+){0,3}",
+            reveal_verb!(),
+            r"[^.\n]{0,40}?\b(?:your|the|this)\s+",
+            prompt_adjectives!(),
             r"(?:system\s+(?:prompt|message|instructions?)|prompt|instructions|initial\s+instructions|guidelines|rules\s+you\s+were\s+given|configuration|context\s+window|preprompt|pre-prompt)\b"
         ),
     ),
@@ -318,8 +333,9 @@ pub(crate) const EN: &[Rule] = &[
         PromptExtraction,
         1.0,
         concat!(
-            r"\b(?:reveal|show|print|output|repeat|display|tell|give|share|dump|leak|expose|recite|spell|write|list|return|provide|disclose|translate|summari[sz]e|encode|paste|what(?:'s|\s+is|\s+are|\s+were|\s+was))\b",
-            r"[^.\n]{0,40}?\bits\s+(?:(?:full|entire|whole|exact|complete|original|initial|hidden|secret|internal|system|developer|pre|first)\s+){0,3}",
+            reveal_verb!(),
+            r"[^.\n]{0,40}?\bits\s+",
+            prompt_adjectives!(),
             r"(?:system\s+(?:prompt|message|instructions?)|prompt|instructions|initial\s+instructions|guidelines|configuration|context\s+window|preprompt|pre-prompt)\b"
         ),
     ),

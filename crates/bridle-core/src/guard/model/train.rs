@@ -115,9 +115,7 @@ fn fnv(bytes: &[u8]) -> u64 {
 /// The split a sample of `source` falls in: by a hash of the source and the sample's id (its text
 /// when it has none), so it never changes between runs.
 pub fn part(source: &str, s: &Sample) -> Part {
-    let key = if s.id.is_empty() { &s.text } else { &s.id };
-    let h = fnv(source.as_bytes()) ^ fnv(key.as_bytes()).rotate_left(17);
-    match (h.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) & 0xffff {
+    match split_hash(source, s) & 0xffff {
         x if x * 100 < 70 * 0x1_0000 => Part::Train,
         x if x * 100 < 85 * 0x1_0000 => Part::Valid,
         _ => Part::Test,
@@ -361,6 +359,14 @@ pub fn train(items: &[(&str, &Sample)], params: &Params) -> (Model, Stats) {
     (Model::from_parts(learner.bias, &learner.w), stats)
 }
 
+/// A fixed 32-bit hash of a sample's source and id (its text when it has none): [`part`] and
+/// [`fold`] read it.
+fn split_hash(source: &str, s: &Sample) -> u64 {
+    let key = if s.id.is_empty() { &s.text } else { &s.id };
+    let h = fnv(source.as_bytes()) ^ fnv(key.as_bytes()).rotate_left(17);
+    h.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32
+}
+
 fn logit(p: f64) -> f64 {
     let p = p.clamp(1e-9, 1.0 - 1e-9);
     (p / (1.0 - p)).ln()
@@ -446,27 +452,13 @@ fn choose(scored: &[Scored<'_>], params: &Params, stats: &mut Stats) -> Threshol
     Thresholds { chat, workflow: chat, document }
 }
 
-/// Trains on `train_from` and chooses thresholds on `valid_from` (both as (source, sample)).
-pub fn fit(
-    detector: &Detector,
-    train_from: &[(&str, &Sample)],
-    valid_from: &[(&str, &Sample)],
-    params: &Params,
-) -> Trained {
-    let (model, mut stats) = train(train_from, params);
-    let thresholds = choose(&score(detector, &model, valid_from), params, &mut stats);
-    Trained { model, thresholds, stats }
-}
-
 /// Folds of the cross-validation the shipped thresholds are chosen by.
 pub const FOLDS: u64 = 5;
 
 /// The fold (`0..FOLDS`) a sample of `source` falls in: by the hash [`part`] reads, so it never
 /// changes between runs.
 pub fn fold(source: &str, s: &Sample) -> u64 {
-    let key = if s.id.is_empty() { &s.text } else { &s.id };
-    let h = fnv(source.as_bytes()) ^ fnv(key.as_bytes()).rotate_left(17);
-    (h.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) % FOLDS
+    split_hash(source, s) % FOLDS
 }
 
 /// Trains on every item and chooses the thresholds by cross-validation: each of [`FOLDS`] models,
